@@ -1,0 +1,24 @@
+# The two commands a user needs. Each creates .venv when it is missing and
+# (re)installs the project into it when pyproject.toml changed, so on a fresh
+# machine `make demo` or `make test` is the whole set-up.
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test clean
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	@touch $@
+
+demo: $(STAMP)
+	$(PY) -m offload_core.demo
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,1 @@
+"""linter: LibCST checks for transfer and ownership anti-patterns (see DESIGN.md)."""

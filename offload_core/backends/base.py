@@ -1,0 +1,143 @@
+"""The backend interface: what offload_core needs from a device.
+
+A backend owns device memory, moves bytes between a host NumPy array and a
+device array, runs kernels, and measures time. It also owns the *present
+table* of the region machinery, because which host arrays are resident is a
+fact about that device's memory: switching backends with arrays mapped
+would strand them, so `set_backend` refuses to.
+
+The interface is deliberately small and synchronous in shape. A GPU backend
+may issue copies and launches asynchronously on a stream; it then returns
+`Timing`s that resolve later (see `offload_core.events`) and makes host
+arrays valid no later than `synchronize()`. Every copy goes into or out of
+an array the caller owns, never a fresh one, so a GPU backend can pin or
+register the caller's buffer and write results back without first-touch
+page faults.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from ..events import Timing
+    from ..kernels import Kernel
+    from ..residency import PresentTable
+
+
+@dataclass(frozen=True, slots=True)
+class HostTiming:
+    """An interval measured on the host clock: ready at once."""
+
+    start_ns: int
+    duration_ns: int
+
+    def ready(self) -> bool:
+        return True
+
+    def resolve(self) -> tuple[int, int]:
+        return self.start_ns, self.duration_ns
+
+
+def device_layout(host: np.ndarray[Any, Any]) -> tuple[int, ...]:
+    """Strides for a device twin of `host`.
+
+    A contiguous host array (C or Fortran order) gets the same strides, so a
+    view into it maps to the same byte offsets on the device and region
+    lookups of sub-views are exact. Anything else gets a compact C layout:
+    only `nbytes` cross the bus, never the gaps of a strided view.
+    """
+    if host.flags.c_contiguous or not host.flags.f_contiguous:
+        return _c_strides(host.shape, host.itemsize)
+    return _f_strides(host.shape, host.itemsize)
+
+
+def _c_strides(shape: Sequence[int], itemsize: int) -> tuple[int, ...]:
+    strides = []
+    step = itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def _f_strides(shape: Sequence[int], itemsize: int) -> tuple[int, ...]:
+    strides = []
+    step = itemsize
+    for n in shape:
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(strides)
+
+
+class Backend(ABC):
+    """A device offload_core can run on."""
+
+    #: "numpy" or "cupy": what `OFFLOAD_BACKEND` selects.
+    name: str
+    present: PresentTable
+
+    @property
+    @abstractmethod
+    def device(self) -> str:
+        """A human description of the device, for reports."""
+
+    def is_device_array(self, value: object) -> bool:
+        """True for an array already on this device, which launches use in place."""
+        return False
+
+    @abstractmethod
+    def empty(self, shape: tuple[int, ...], dtype: np.dtype[Any], strides: tuple[int, ...]) -> Any:
+        """Allocate an uninitialised device array; `DeviceMemoryError` when out of memory."""
+
+    @abstractmethod
+    def free(self, dev: Any) -> None:
+        """Return a device array's memory."""
+
+    @abstractmethod
+    def upload(self, host: np.ndarray[Any, Any], dev: Any) -> None:
+        """Copy `host` into `dev` (same shape and dtype)."""
+
+    @abstractmethod
+    def download(self, dev: Any, host: np.ndarray[Any, Any]) -> None:
+        """Copy `dev` into the caller's `host` array (same shape and dtype)."""
+
+    @abstractmethod
+    def view(self, dev: Any, offset: int, shape: tuple[int, ...], strides: tuple[int, ...], dtype: np.dtype[Any]) -> Any:
+        """A view into `dev`'s memory at a byte offset, as a host view is into its buffer."""
+
+    @abstractmethod
+    def check_kernel(self, kernel: Kernel) -> None:
+        """Raise `BackendError` if this backend cannot run `kernel` (before any copy)."""
+
+    @abstractmethod
+    def launch(self, kernel: Kernel, args: Sequence[Any]) -> None:
+        """Run `kernel` on device arrays and exact-typed scalars."""
+
+    @abstractmethod
+    def synchronize(self) -> None:
+        """Wait until every issued copy and launch has finished."""
+
+    def is_pinned(self, host: np.ndarray[Any, Any]) -> bool:
+        """Whether copies of `host` use page-locked memory (for the events)."""
+        return False
+
+    def mark(self) -> Any:
+        """Start an interval; `since(mark)` ends it."""
+        return time.perf_counter_ns()
+
+    def since(self, mark: Any) -> Timing:
+        now = time.perf_counter_ns()
+        return HostTiming(mark, now - mark)
+
+    def flush_events(self) -> None:
+        """Deliver events whose device timings are now known (no-op on the host)."""
+
+    def memory_in_use(self) -> int:
+        """Bytes of device memory this backend holds for offload_core."""
+        return 0

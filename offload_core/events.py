@@ -1,0 +1,190 @@
+"""The event bus: one frozen `Event` per copy, allocation, launch, sync and region edge.
+
+Subscribers (the profiler's recorder, a test, the demo) get every event in
+the order the operations were issued. The launch path asks `BUS.subscribers`
+once per operation and builds nothing at all when it is empty, so an
+unobserved program pays one branch per launch (see
+`benchmarks/events_overhead.py`).
+
+Device timings on a GPU are only known once the device has reached the
+event that ends them. An event whose `Timing` is not ready yet is held in a
+queue, and so is every event after it, so that subscribers still see issue
+order; the backend flushes the queue at its synchronisation points. On the
+NumPy backend every timing is ready at once and nothing is queued.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from collections import deque
+from dataclasses import dataclass
+from types import FrameType
+from typing import Callable, Protocol
+
+KINDS = ("h2d", "d2h", "alloc", "free", "launch", "sync", "region_enter", "region_exit")
+
+
+@dataclass(frozen=True, slots=True)
+class Callsite:
+    """Where in the user's code an operation was issued."""
+
+    file: str
+    line: int
+    function: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line} in {self.function}"
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One thing offload_core did.
+
+    `array` identifies the host buffer (the address of its first byte), so
+    two launches with the same array, or with two views of one buffer
+    starting at the same byte, carry the same identity. `launch` is the
+    index of the `offload()` call the event belongs to; copies made by a
+    region's entry or exit have none and carry the `region` id instead.
+    Times are `time.perf_counter_ns()` values on the host clock; on a GPU
+    `duration_ns` comes from device events.
+    """
+
+    kind: str
+    nbytes: int = 0
+    pinned: bool = False
+    start_ns: int = 0
+    duration_ns: int = 0
+    kernel: str | None = None
+    launch: int | None = None
+    param: str | None = None
+    array: int | None = None
+    callsite: Callsite | None = None
+    mode: str = "batched"
+    region: int | None = None
+
+
+class Timing(Protocol):
+    """A measured interval that may only be readable later (device events)."""
+
+    def ready(self) -> bool: ...
+
+    def resolve(self) -> tuple[int, int]:
+        """(start_ns, duration_ns); may wait for the device."""
+        ...
+
+
+Subscriber = Callable[[Event], None]
+
+
+class Bus:
+    """Subscribers, the queue of events waiting for device timings, and counters."""
+
+    def __init__(self) -> None:
+        self.subscribers: tuple[Subscriber, ...] = ()
+        self._pending: deque[tuple[dict[str, object], Timing]] = deque()
+        self.launches = 0
+        self.regions = 0
+
+    def subscribe(self, fn: Subscriber) -> Callable[[], None]:
+        if not callable(fn):
+            raise TypeError(f"subscribe() takes a callable, got {type(fn).__name__}")
+        self.subscribers = self.subscribers + (fn,)
+
+        def unsubscribe() -> None:
+            self.flush()
+            self.subscribers = tuple(s for s in self.subscribers if s is not fn)
+
+        return unsubscribe
+
+    def emit(self, event: Event) -> None:
+        if self._pending:
+            self._pending.append((_fields(event), _READY))
+            return
+        self._deliver(event)
+
+    def emit_timed(self, timing: Timing, **fields: object) -> None:
+        """Emit an event whose start and duration come from `timing`."""
+        if not self._pending and timing.ready():
+            start, duration = timing.resolve()
+            self._deliver(Event(start_ns=start, duration_ns=duration, **fields))  # type: ignore[arg-type]
+            return
+        self._pending.append((fields, timing))
+
+    def flush(self) -> None:
+        """Deliver every queued event, waiting for device timings as needed."""
+        while self._pending:
+            fields, timing = self._pending.popleft()
+            if timing is _READY:
+                self._deliver(Event(**fields))  # type: ignore[arg-type]
+            else:
+                start, duration = timing.resolve()
+                self._deliver(Event(start_ns=start, duration_ns=duration, **fields))  # type: ignore[arg-type]
+
+    def _deliver(self, event: Event) -> None:
+        for fn in self.subscribers:
+            try:
+                fn(event)
+            except Exception as exc:  # a broken observer must not break the computation
+                self.subscribers = tuple(s for s in self.subscribers if s is not fn)
+                warnings.warn(
+                    f"offload_core.events: subscriber {getattr(fn, '__qualname__', fn)!r} raised "
+                    f"{type(exc).__name__}: {exc}; it has been unsubscribed",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+
+
+class _Ready:
+    def ready(self) -> bool:
+        return True
+
+    def resolve(self) -> tuple[int, int]:  # pragma: no cover - never resolved, used as a marker
+        raise AssertionError
+
+
+_READY = _Ready()
+
+
+def _fields(event: Event) -> dict[str, object]:
+    return {name: getattr(event, name) for name in Event.__slots__}
+
+
+BUS = Bus()
+
+
+def subscribe(fn: Subscriber) -> Callable[[], None]:
+    """Call `fn(event)` for every event from now on; returns the unsubscribe function.
+
+    Unsubscribing first delivers any events still waiting for device timings.
+    A subscriber that raises is unsubscribed with a `RuntimeWarning`, so that
+    a broken observer cannot corrupt the computation it observes.
+    """
+    return BUS.subscribe(fn)
+
+
+def flush() -> None:
+    """Deliver events still waiting for device timings (waits for the device)."""
+    BUS.flush()
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_SUITE_DIR = os.path.join(_PACKAGE_DIR, "suite")
+
+
+def _internal(frame: FrameType) -> bool:
+    # offload_core's own frames are skipped, except the suite: its drivers are
+    # the "user code" whose call sites a profile of the suite should name.
+    filename = frame.f_code.co_filename
+    return filename.startswith(_PACKAGE_DIR) and not filename.startswith(_SUITE_DIR)
+
+
+def callsite(depth: int = 1) -> Callsite | None:
+    """The first frame outside offload_core, starting `depth` frames up."""
+    frame: FrameType | None = sys._getframe(depth)
+    while frame is not None and _internal(frame):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    return Callsite(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)

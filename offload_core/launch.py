@@ -1,0 +1,319 @@
+"""`offload(kernel, *args)`: check, copy, launch, copy back.
+
+A launch runs in two phases. The *check* phase reads every argument and
+raises, before a single byte moves, on a wrong count or kind, a dtype
+mismatch, a read-only array passed as mutable, a use after move, an alias
+between a mutable argument and another, or a borrow a region forbids. The
+*transfer* phase then uploads what the annotations say (only for arguments
+no region keeps resident), launches, downloads into the caller's own arrays,
+synchronises if it downloaded anything, and frees its temporaries. If the
+kernel raises, nothing is downloaded, so every host array is exactly as it
+was; resident device copies it may have half-written are marked poisoned.
+
+The resident fast path (every argument mapped by a region, looked up by
+identity) does no allocation, copy or sync, and builds no event unless
+someone subscribed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .annotations import Access
+from .backends.base import Backend, device_layout
+from .borrows import MOVES, MoveRecord, digest, may_overlap
+from .errors import AliasError, BorrowError, UseAfterMoveError
+from .events import BUS, Callsite, callsite
+from .kernels import Kernel
+from .params import Param, cast_scalar
+from .residency import Mapping, byte_bounds, data_pointer
+from .settings import get_backend, get_mode
+
+
+def device_view(be: Backend, m: Mapping, host: np.ndarray[Any, Any], what: str) -> Any:
+    """The device twin of `host`, an array lying inside mapping `m`."""
+    if host is m.host:
+        return m.device
+    if not m.derivable:
+        raise BorrowError(
+            f"{what} is a view into {m.where()}, whose host array is not contiguous, so the "
+            "view has no device twin; pass the mapped array itself or map a contiguous one"
+        )
+    return be.view(m.device, data_pointer(host) - m.ptr, host.shape, host.strides, host.dtype)
+
+
+def check_resident(m: Mapping, param: Param, host: np.ndarray[Any, Any], what: str) -> None:
+    """Borrow rules for an argument a region keeps resident."""
+    access = param.access
+    assert access is not None
+    if m.moved:
+        raise UseAfterMoveError(f"{what}: {m.where()} was moved into an Owned parameter and cannot be used again")
+    if m.poisoned:
+        raise BorrowError(f"{what}: the device copy of {m.where()} is undefined ({m.poisoned}); call update_device() on it first")
+    if access.writes and m.access is Access.IN:
+        raise BorrowError(f"{what}: {m.where()} is mapped In (read-only), so it cannot be passed as {access.value}")
+    if access.reads and not m.initialized:
+        raise BorrowError(
+            f"{what}: {m.where()} is mapped Out and no launch has written it yet, so it cannot be read; "
+            "map it without Out to upload its host data"
+        )
+    if access.copies_back and not host.flags.writeable:
+        raise BorrowError(f"{what} is {access.value} but the host array is read-only")
+    if access is Access.OWNED and host is not m.host:
+        raise BorrowError(f"{what} is a view into {m.where()}; only a whole mapped array can be moved into an Owned parameter")
+    if m.checks and digest(m.host) != m.digest:
+        raise BorrowError(
+            f"{what}: host code wrote {m.where()} while it was mapped; call update_device() after "
+            "host writes, or leave the region first"
+        )
+
+
+def _what(k: Kernel, p: Param) -> str:
+    return f"kernel '{k.name}': parameter {p.describe()}"
+
+
+def offload(k: Kernel, /, *args: Any, **kwargs: Any) -> None:
+    """Launch kernel `k` on `args`, with the copies its annotations imply.
+
+    Outside a region (or in naive mode) every array argument is copied to the
+    device before and, for `InOut`/`Out`, back after the launch, which then
+    synchronises. Arrays a `region` keeps resident are used in place.
+    """
+    if not isinstance(k, Kernel):
+        name = getattr(k, "__name__", type(k).__name__)
+        raise TypeError(f"offload() launches a @kernel or RawKernel, got {name!r}; decorate it with @kernel")
+    params = k.params
+    n = len(params)
+    values = args if not kwargs and len(args) == n else k.bind(args, kwargs)
+    be = get_backend()
+    be.check_kernel(k)
+    present = be.present
+    by_id = present.by_id
+    dev_args: list[Any] = [None] * n
+    mappings: list[Mapping | None] = [None] * n
+    arrays: list[int] = []
+
+    # ---- check phase: nothing is copied or written until every check passed.
+    # Messages are built only on failure: this loop runs on every launch.
+    for i in range(n):
+        p = params[i]
+        v = values[i]
+        if not p.is_array:
+            dev_args[i] = cast_scalar(p, v, f"kernel '{k.name}'")
+            continue
+        if type(v) is not np.ndarray and not isinstance(v, np.ndarray):
+            if be.is_device_array(v):
+                if p.dtype is not None and v.dtype != p.dtype:
+                    raise TypeError(f"{_what(k, p)} takes {p.dtype.name}, got a device array of {v.dtype.name}")
+                dev_args[i] = v
+                continue
+            raise TypeError(f"{_what(k, p)} takes a NumPy array, got {type(v).__name__}")
+        if p.dtype is not None and v.dtype != p.dtype:
+            raise TypeError(f"{_what(k, p)} takes {p.dtype.name}, got {v.dtype.name}; convert with .astype(np.{p.dtype.name})")
+        m = by_id.get(id(v))
+        if m is None and present.mappings:
+            m = present.find(v)
+        if m is not None:
+            if m.moved or m.poisoned or m.checks or not m.initialized or m.access is not Access.INOUT or (
+                p.copies_back and not v.flags.writeable) or (p.access is Access.OWNED and v is not m.host):
+                check_resident(m, p, v, _what(k, p))
+            dev_args[i] = m.device if v is m.host else device_view(be, m, v, _what(k, p))
+            mappings[i] = m
+        else:
+            if v.dtype.hasobject:
+                raise TypeError(f"{_what(k, p)}: object arrays cannot be copied to a device")
+            if MOVES:
+                record = MOVES.find(v)
+                if record is not None:
+                    raise UseAfterMoveError(f"{_what(k, p)}: the array was {record.where()} and cannot be used again")
+            if present.mappings:
+                partial = present.overlap(v)
+                if partial is not None:
+                    raise BorrowError(f"{_what(k, p)} overlaps {partial.where()} without lying inside it")
+            if p.copies_back and not v.flags.writeable:
+                raise BorrowError(f"{_what(k, p)} is {p.access.value} but the host array is read-only; pass a writable array")  # type: ignore[union-attr]
+        arrays.append(i)
+
+    if len(arrays) > 1:
+        _check_aliases(k, params, values, mappings, arrays)
+
+    # ---- transfer phase
+    subs = BUS.subscribers
+    index = BUS.launches
+    BUS.launches = index + 1
+    if not subs:
+        _run_quiet(be, k, params, values, dev_args, mappings, arrays)
+    else:
+        _run_traced(be, k, params, values, dev_args, mappings, arrays, index, callsite(2), get_mode())
+    _settle(k, params, values, mappings, arrays)
+
+
+def _check_aliases(
+    k: Kernel, params: tuple[Param, ...], values: Any, mappings: list[Mapping | None], arrays: list[int]
+) -> None:
+    exact = k.alias_check == "exact"
+    for a_pos, i in enumerate(arrays):
+        pi = params[i]
+        vi = values[i]
+        if not isinstance(vi, np.ndarray):
+            continue
+        for j in arrays[a_pos + 1 :]:
+            pj = params[j]
+            if not (pi.writes or pj.writes):
+                continue
+            vj = values[j]
+            if not isinstance(vj, np.ndarray):
+                continue
+            mi, mj = mappings[i], mappings[j]
+            if mi is not None and mj is not None and mi is not mj:
+                continue  # distinct mappings never overlap
+            if may_overlap(vi, vj, exact):
+                hint = "" if exact else " (a bounds check; @kernel(alias_check='exact') tests element overlap)"
+                raise AliasError(
+                    f"kernel '{k.name}': parameter {pi.describe()} and parameter {pj.describe()} share memory, "
+                    f"and one is mutable; pass separate arrays or a copy{hint}"
+                )
+
+
+def _run_quiet(
+    be: Backend,
+    k: Kernel,
+    params: tuple[Param, ...],
+    values: Any,
+    dev_args: list[Any],
+    mappings: list[Mapping | None],
+    arrays: list[int],
+) -> None:
+    temps: list[int] = []
+    launched = False
+    try:
+        for i in arrays:
+            if mappings[i] is not None or dev_args[i] is not None:
+                continue
+            v = values[i]
+            dev = be.empty(v.shape, v.dtype, device_layout(v))
+            dev_args[i] = dev
+            temps.append(i)
+            if params[i].reads:
+                be.upload(v, dev)
+        launched = True
+        be.launch(k, dev_args)
+        downloaded = False
+        for i in temps:
+            if params[i].copies_back:
+                be.download(dev_args[i], values[i])
+                downloaded = True
+        if downloaded:
+            be.synchronize()
+    except BaseException as exc:
+        if launched:
+            _poison(k, params, mappings, arrays, exc)
+        raise
+    finally:
+        for i in temps:
+            be.free(dev_args[i])
+
+
+def _run_traced(
+    be: Backend,
+    k: Kernel,
+    params: tuple[Param, ...],
+    values: Any,
+    dev_args: list[Any],
+    mappings: list[Mapping | None],
+    arrays: list[int],
+    index: int,
+    site: Callsite | None,
+    mode: str,
+) -> None:
+    """`_run_quiet` with one event per operation; kept separate so the quiet path stays lean."""
+    region = be.present.regions[-1] if be.present.regions else None
+    common = {"kernel": k.name, "launch": index, "callsite": site, "mode": mode, "region": region}
+    temps: list[int] = []
+    launched = False
+
+    def copy_event(kind: str, i: int, mark: Any) -> None:
+        v = values[i]
+        BUS.emit_timed(
+            be.since(mark), kind=kind, nbytes=v.nbytes, pinned=be.is_pinned(v),
+            param=params[i].name, array=data_pointer(v), **common,
+        )
+
+    try:
+        for i in arrays:
+            if mappings[i] is not None or dev_args[i] is not None:
+                continue
+            v = values[i]
+            mark = be.mark()
+            dev = be.empty(v.shape, v.dtype, device_layout(v))
+            dev_args[i] = dev
+            temps.append(i)
+            copy_event("alloc", i, mark)
+            if params[i].reads:
+                mark = be.mark()
+                be.upload(v, dev)
+                copy_event("h2d", i, mark)
+        launched = True
+        mark = be.mark()
+        be.launch(k, dev_args)
+        BUS.emit_timed(be.since(mark), kind="launch", **common)
+        downloaded = False
+        for i in temps:
+            if params[i].copies_back:
+                mark = be.mark()
+                be.download(dev_args[i], values[i])
+                copy_event("d2h", i, mark)
+                downloaded = True
+        if downloaded:
+            mark = be.mark()
+            be.synchronize()
+            BUS.emit_timed(be.since(mark), kind="sync", **common)
+            be.flush_events()
+    except BaseException as exc:
+        if launched:
+            _poison(k, params, mappings, arrays, exc)
+        raise
+    finally:
+        for i in temps:
+            mark = be.mark()
+            be.free(dev_args[i])
+            copy_event("free", i, mark)
+
+
+def _poison(
+    k: Kernel, params: tuple[Param, ...], mappings: list[Mapping | None], arrays: list[int], exc: BaseException
+) -> None:
+    for i in arrays:
+        m = mappings[i]
+        if m is not None and params[i].writes:
+            m.poisoned = f"kernel '{k.name}' raised {type(exc).__name__} while it held the array as {params[i].access.value}"  # type: ignore[union-attr]
+
+
+def _settle(
+    k: Kernel,
+    params: tuple[Param, ...],
+    values: Any,
+    mappings: list[Mapping | None],
+    arrays: list[int],
+) -> None:
+    """After a successful launch: record writes to resident arrays, freeze moved ones."""
+    for i in arrays:
+        access = params[i].access
+        if access is Access.IN:
+            continue
+        m = mappings[i]
+        if m is not None:
+            m.dirty = True
+            m.initialized = True
+        if access is Access.OWNED:
+            v = values[i]
+            if not isinstance(v, np.ndarray):
+                continue
+            if m is not None:
+                m.moved = True
+                m.dirty = False
+            lo, hi = byte_bounds(v)
+            MOVES.add(v, MoveRecord(lo, hi, k.name, params[i].name, callsite()))
+            v.flags.writeable = False

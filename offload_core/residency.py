@@ -1,0 +1,144 @@
+"""The present table: which host arrays a region keeps resident on the device.
+
+Like OpenMP's `target data`, residency is a property of host *memory*, not
+of Python objects: a launch that passes a view of a mapped array (`u[1:-1]`,
+`u.T`, `u.reshape(...)`) must see the resident device data, or the host and
+device copies silently diverge. So each `Mapping` records the byte range of
+its host array, and a lookup that misses the identity fast path finds the
+mapping containing the argument's bytes and derives the matching device
+view. Two mappings never overlap: a region that asks to map memory partly
+covered by an existing mapping is refused.
+
+Mappings are reference counted across nested regions; the table itself
+lives on the backend, whose device memory it describes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .annotations import Access
+from .events import Callsite
+
+
+def byte_bounds(a: np.ndarray[Any, Any]) -> tuple[int, int]:
+    """[low, high) addresses of the bytes `a` can touch (its data pointer for empty arrays)."""
+    ai = a.__array_interface__
+    ptr: int = ai["data"][0]
+    strides = ai["strides"]
+    if a.size == 0:
+        return ptr, ptr
+    if strides is None:
+        return ptr, ptr + a.nbytes
+    lo = hi = ptr
+    for n, s in zip(a.shape, strides):
+        extent = (n - 1) * s
+        if extent < 0:
+            lo += extent
+        else:
+            hi += extent
+    return lo, hi + a.itemsize
+
+
+def data_pointer(a: np.ndarray[Any, Any]) -> int:
+    """Address of `a`'s first element: the identity events give a host buffer."""
+    ptr: int = a.__array_interface__["data"][0]
+    return ptr
+
+
+@dataclass(eq=False)
+class Mapping:
+    """One host array resident on the device.
+
+    `access` is how the region that created it asked for it: `IN` mappings
+    refuse mutable launches, `OUT` mappings start uninitialised (no launch
+    may read them before one writes them). `dirty` means a launch wrote the
+    device copy since it was last synchronised with the host, so the region
+    exit must copy it back. `poisoned` holds the reason the device copy is
+    no longer trustworthy (a kernel raised while writing it).
+    """
+
+    host: np.ndarray[Any, Any]
+    device: Any
+    lo: int
+    hi: int
+    ptr: int
+    access: Access
+    name: str
+    region: int
+    callsite: Callsite | None
+    refs: int = 1
+    initialized: bool = True
+    dirty: bool = False
+    moved: bool = False
+    poisoned: str | None = None
+    checks: int = 0
+    digest: bytes | None = None
+    derivable: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        # Views can be derived only when the device twin has the host's layout.
+        self.derivable = bool(self.host.flags.c_contiguous or self.host.flags.f_contiguous)
+
+    def where(self) -> str:
+        """`'u' (mapped at file:line)` for messages."""
+        at = f" at {self.callsite.file}:{self.callsite.line}" if self.callsite else ""
+        return f"'{self.name}' (mapped by a region{at})"
+
+
+class PresentTable:
+    """Mappings of one backend, looked up by object identity, then by byte range."""
+
+    def __init__(self) -> None:
+        self.by_id: dict[int, Mapping] = {}
+        self.mappings: list[Mapping] = []
+        #: ids of the regions now entered, innermost last (naive-mode ones too)
+        self.regions: list[int] = []
+
+    def __bool__(self) -> bool:
+        return bool(self.mappings)
+
+    @property
+    def busy(self) -> bool:
+        """A region is active: the mode and the backend must not change under it."""
+        return bool(self.mappings or self.regions)
+
+    def add(self, mapping: Mapping) -> None:
+        self.mappings.append(mapping)
+        self.by_id[id(mapping.host)] = mapping
+
+    def remove(self, mapping: Mapping) -> None:
+        self.mappings.remove(mapping)
+        if self.by_id.get(id(mapping.host)) is mapping:
+            del self.by_id[id(mapping.host)]
+
+    def containing(self, lo: int, hi: int) -> tuple[Mapping | None, Mapping | None]:
+        """(mapping containing [lo, hi), mapping partly overlapping it)."""
+        for m in self.mappings:
+            if m.lo <= lo and hi <= m.hi and lo < m.hi:
+                return m, None
+            if lo < m.hi and m.lo < hi:
+                return None, m
+        return None, None
+
+    def find(self, a: np.ndarray[Any, Any]) -> Mapping | None:
+        """The mapping `a` lies in, or None; `BorrowError`-worthy overlaps return via `overlap`."""
+        m = self.by_id.get(id(a))
+        if m is not None:
+            return m
+        if not self.mappings:
+            return None
+        lo, hi = byte_bounds(a)
+        inside, _ = self.containing(lo, hi)
+        return inside
+
+    def overlap(self, a: np.ndarray[Any, Any]) -> Mapping | None:
+        """A mapping that `a` overlaps without lying inside it."""
+        if not self.mappings:
+            return None
+        lo, hi = byte_bounds(a)
+        _, partial = self.containing(lo, hi)
+        return partial

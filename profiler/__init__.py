@@ -1,0 +1,1 @@
+"""profiler: records offload_core's events, finds runtime anti-patterns, gates CI (see DESIGN.md)."""

@@ -1,0 +1,129 @@
+"""The event bus: fields, call sites, ordering with deferred device timings, broken subscribers."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+
+import numpy as np
+import pytest
+
+from offload_core import events, offload, region
+from offload_core.events import BUS, Event
+
+from ..conftest import Recorder
+from .kit import daxpy, fill
+
+
+def test_events_are_frozen_records_with_the_design_fields(rec: Recorder) -> None:
+    offload(fill, np.zeros(4), 1.0)
+    e = rec.of("d2h")[0]
+    names = {f.name for f in dataclasses.fields(Event)}
+    assert {"kind", "nbytes", "pinned", "start_ns", "duration_ns", "kernel", "launch", "param", "array",
+            "callsite", "mode"} <= names
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        e.nbytes = 0  # type: ignore[misc]
+    assert set(rec.kinds()) <= set(events.KINDS)
+
+
+def test_copy_events_carry_kernel_launch_param_and_buffer_identity(rec: Recorder) -> None:
+    y, x = np.zeros(16), np.ones(16)
+    offload(daxpy, y, x, 1.0)
+    offload(daxpy, y, x, 1.0)
+    first, second = rec.of("h2d", "y")
+    assert (first.kernel, first.launch, first.param) == ("daxpy", second.launch - 1, "y")
+    assert first.array == second.array == y.__array_interface__["data"][0]
+    assert rec.of("h2d", "x")[0].array != first.array
+    assert all(e.mode == "batched" and e.region is None for e in rec.events)
+    assert all(e.start_ns > 0 and e.duration_ns >= 0 for e in rec.events)
+
+
+def test_callsite_is_the_users_line(rec: Recorder) -> None:
+    y = np.zeros(4)
+    line = sys._getframe().f_lineno + 1
+    offload(fill, y, 1.0)
+    sites = {e.callsite for e in rec.events}
+    assert len(sites) == 1
+    site = sites.pop()
+    assert site is not None
+    assert (site.file, site.line, site.function) == (__file__, line, "test_callsite_is_the_users_line")
+    assert str(site) == f"{__file__}:{line} in test_callsite_is_the_users_line"
+
+
+def test_region_events_carry_the_with_line(rec: Recorder) -> None:
+    u = np.zeros(4)
+    line = sys._getframe().f_lineno + 1
+    with region(u):
+        offload(fill, u, 1.0)
+    assert rec.of("region_enter")[0].callsite.line == line  # type: ignore[union-attr]
+    assert rec.of("h2d")[0].param == "u", "region copies are named after the caller's variable"
+    assert rec.of("d2h")[0].launch is None and rec.of("d2h")[0].region is not None
+
+
+def test_unsubscribe_stops_delivery() -> None:
+    got: list[Event] = []
+    unsubscribe = events.subscribe(got.append)
+    offload(fill, np.zeros(4), 1.0)
+    n = len(got)
+    unsubscribe()
+    offload(fill, np.zeros(4), 1.0)
+    assert n > 0 and len(got) == n
+    assert BUS.subscribers == ()
+
+
+def test_a_raising_subscriber_is_removed_with_a_warning() -> None:
+    def broken(event: Event) -> None:
+        raise ValueError("observer bug")
+
+    unsubscribe = events.subscribe(broken)
+    y = np.zeros(4)
+    with pytest.warns(RuntimeWarning, match="subscriber .*broken.* raised ValueError: observer bug; it has been unsubscribed"):
+        offload(fill, y, 2.0)
+    assert np.all(y == 2.0), "the computation completed regardless"
+    assert broken not in BUS.subscribers
+    unsubscribe()
+
+
+def test_subscribe_takes_a_callable() -> None:
+    with pytest.raises(TypeError, match="subscribe\\(\\) takes a callable"):
+        events.subscribe(42)  # type: ignore[arg-type]
+
+
+class LateTiming:
+    """A device timing that becomes readable only when the test says so."""
+
+    def __init__(self) -> None:
+        self.done = False
+
+    def ready(self) -> bool:
+        return self.done
+
+    def resolve(self) -> tuple[int, int]:
+        self.done = True  # resolving waits for the device
+        return 100, 5
+
+
+def test_events_wait_in_issue_order_for_deferred_timings(rec: Recorder) -> None:
+    late = LateTiming()
+    BUS.emit_timed(late, kind="launch", kernel="k")
+    BUS.emit(Event(kind="sync"))
+    assert rec.events == [], "the ready event waits behind the pending one"
+    events.flush()
+    assert [e.kind for e in rec.events] == ["launch", "sync"]
+    assert (rec.events[0].start_ns, rec.events[0].duration_ns) == (100, 5)
+
+
+def test_unsubscribing_flushes_pending_events() -> None:
+    got: list[Event] = []
+    unsubscribe = events.subscribe(got.append)
+    BUS.emit_timed(LateTiming(), kind="h2d", nbytes=8)
+    assert got == []
+    unsubscribe()
+    assert [e.kind for e in got] == ["h2d"]
+
+
+def test_launch_indices_count_every_launch_even_unobserved() -> None:
+    start = BUS.launches
+    offload(fill, np.zeros(2), 1.0)
+    offload(fill, np.zeros(2), 1.0)
+    assert BUS.launches == start + 2

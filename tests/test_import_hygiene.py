@@ -1,0 +1,59 @@
+"""The dependency rules of DESIGN.md, checked on the real import graph in fresh interpreters.
+
+A static import graph cannot tell a module-level import from a deferred one,
+so each statement runs in a subprocess and `sys.modules` is inspected.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+CASES = {
+    # statement: modules that must not be loaded afterwards
+    "import offload_core": ("textual", "libcst", "linter", "profiler", "cupy", "yaml"),
+    "import offload_core.catalog": ("textual", "libcst", "linter", "profiler", "cupy"),
+    "import offload_core.demo": ("textual", "libcst", "linter", "profiler", "cupy"),
+    "import offload_core, numpy as np; offload_core.set_backend('numpy'); "
+    "from offload_core import In, kernel, offload\n"
+    "@kernel\ndef k(x: In) -> None: pass\noffload(k, np.ones(3))": ("textual", "libcst", "linter", "profiler", "cupy"),
+    "import linter": ("textual", "profiler", "cupy"),
+    "import profiler": ("textual", "libcst", "linter", "cupy"),
+}
+
+
+@pytest.mark.parametrize("statement", list(CASES), ids=[s.split("\n")[0][:60] for s in CASES])
+def test_imports_respect_the_dependency_direction(statement: str) -> None:
+    forbidden = CASES[statement]
+    code = f"{statement}\nimport sys\nprint(','.join(m for m in {forbidden!r} if m in sys.modules))\n"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OFFLOAD_")}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    leaked = [m for m in proc.stdout.strip().split(",") if m]
+    assert not leaked, f"{statement!r} loaded {leaked}"
+
+
+def test_only_the_cupy_backend_imports_cupy() -> None:
+    """Source check to back up the runtime one (CI has no CuPy, so it cannot see a stray import)."""
+    offenders = []
+    for package in ("offload_core", "linter", "profiler"):
+        for folder, _, files in os.walk(os.path.join(ROOT, package)):
+            for name in files:
+                if not name.endswith(".py"):
+                    continue
+                path = os.path.join(folder, name)
+                rel = os.path.relpath(path, ROOT)
+                allowed = rel.startswith(os.path.join("offload_core", "backends", "cupy_")) or rel.startswith(
+                    os.path.join("offload_core", "suite")
+                ) or rel.startswith(os.path.join("profiler", "cupti"))
+                with open(path, encoding="utf-8") as fh:
+                    for line in fh:
+                        stripped = line.strip()
+                        if stripped.startswith(("import cupy", "from cupy")) and not allowed:
+                            offenders.append(f"{rel}: {stripped}")
+    assert not offenders, offenders
