@@ -96,6 +96,12 @@ def may_overlap(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any], exact: bool) -
     return bool(np.may_share_memory(a, b))
 
 
+def fingerprint(array: np.ndarray[Any, Any]) -> str:
+    """A short hex digest of a host array's bytes, for events (see `Event.fingerprint`)."""
+    flat = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+    return hashlib.blake2b(flat, digest_size=8).hexdigest()
+
+
 def digest(array: np.ndarray[Any, Any]) -> bytes:
     """A content digest of a host array, for the host-write check."""
     flat = np.ascontiguousarray(array).reshape(-1).view(np.uint8)

@@ -48,7 +48,11 @@ class Event:
     index of the `offload()` call the event belongs to; copies made by a
     region's entry or exit have none and carry the `region` id instead.
     Times are `time.perf_counter_ns()` values on the host clock; on a GPU
-    `duration_ns` comes from device events.
+    `duration_ns` comes from device events. `fingerprint` is a digest of the
+    host bytes an H2D read or a D2H wrote, present only while a subscriber
+    asked for fingerprints (it costs a pass over the data, and a sync after
+    each D2H on a GPU), so that re-uploads of unchanged data can be told
+    apart from uploads of new data.
     """
 
     kind: str
@@ -63,6 +67,7 @@ class Event:
     callsite: Callsite | None = None
     mode: str = "batched"
     region: int | None = None
+    fingerprint: str | None = None
 
 
 class Timing(Protocol):
@@ -83,20 +88,28 @@ class Bus:
 
     def __init__(self) -> None:
         self.subscribers: tuple[Subscriber, ...] = ()
+        #: subscribers that asked for content fingerprints of copied data
+        self.fingerprinting: tuple[Subscriber, ...] = ()
         self._pending: deque[tuple[dict[str, object], Timing]] = deque()
         self.launches = 0
         self.regions = 0
 
-    def subscribe(self, fn: Subscriber) -> Callable[[], None]:
+    def subscribe(self, fn: Subscriber, fingerprints: bool = False) -> Callable[[], None]:
         if not callable(fn):
             raise TypeError(f"subscribe() takes a callable, got {type(fn).__name__}")
         self.subscribers = self.subscribers + (fn,)
+        if fingerprints:
+            self.fingerprinting = self.fingerprinting + (fn,)
 
         def unsubscribe() -> None:
             self.flush()
-            self.subscribers = tuple(s for s in self.subscribers if s is not fn)
+            self._drop(fn)
 
         return unsubscribe
+
+    def _drop(self, fn: Subscriber) -> None:
+        self.subscribers = tuple(s for s in self.subscribers if s is not fn)
+        self.fingerprinting = tuple(s for s in self.fingerprinting if s is not fn)
 
     def emit(self, event: Event) -> None:
         if self._pending:
@@ -127,7 +140,7 @@ class Bus:
             try:
                 fn(event)
             except Exception as exc:  # a broken observer must not break the computation
-                self.subscribers = tuple(s for s in self.subscribers if s is not fn)
+                self._drop(fn)
                 warnings.warn(
                     f"offload_core.events: subscriber {getattr(fn, '__qualname__', fn)!r} raised "
                     f"{type(exc).__name__}: {exc}; it has been unsubscribed",
@@ -154,14 +167,16 @@ def _fields(event: Event) -> dict[str, object]:
 BUS = Bus()
 
 
-def subscribe(fn: Subscriber) -> Callable[[], None]:
+def subscribe(fn: Subscriber, *, fingerprints: bool = False) -> Callable[[], None]:
     """Call `fn(event)` for every event from now on; returns the unsubscribe function.
 
-    Unsubscribing first delivers any events still waiting for device timings.
-    A subscriber that raises is unsubscribed with a `RuntimeWarning`, so that
-    a broken observer cannot corrupt the computation it observes.
+    With `fingerprints=True`, H2D and D2H events carry a digest of the host
+    data (see `Event.fingerprint`). Unsubscribing first delivers any events
+    still waiting for device timings. A subscriber that raises is
+    unsubscribed with a `RuntimeWarning`, so that a broken observer cannot
+    corrupt the computation it observes.
     """
-    return BUS.subscribe(fn)
+    return BUS.subscribe(fn, fingerprints)
 
 
 def flush() -> None:

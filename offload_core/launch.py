@@ -23,7 +23,7 @@ import numpy as np
 
 from .annotations import Access
 from .backends.base import Backend, device_layout
-from .borrows import MOVES, MoveRecord, digest, may_overlap
+from .borrows import MOVES, MoveRecord, digest, fingerprint, may_overlap
 from .errors import AliasError, BorrowError, UseAfterMoveError
 from .events import BUS, Callsite, callsite
 from .kernels import Kernel
@@ -236,9 +236,15 @@ def _run_traced(
 
     def copy_event(kind: str, i: int, mark: Any) -> None:
         v = values[i]
+        timing = be.since(mark)
+        fp = None
+        if BUS.fingerprinting and kind in ("h2d", "d2h"):
+            if kind == "d2h":
+                be.synchronize()  # the host bytes are final only once the copy has landed
+            fp = fingerprint(v)
         BUS.emit_timed(
-            be.since(mark), kind=kind, nbytes=v.nbytes, pinned=be.is_pinned(v),
-            param=params[i].name, array=data_pointer(v), **common,
+            timing, kind=kind, nbytes=v.nbytes, pinned=be.is_pinned(v),
+            param=params[i].name, array=data_pointer(v), fingerprint=fp, **common,
         )
 
     try:

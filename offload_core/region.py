@@ -35,7 +35,7 @@ import numpy as np
 
 from .annotations import Access, MapRequest
 from .backends.base import Backend, device_layout
-from .borrows import MOVES, digest
+from .borrows import MOVES, digest, fingerprint
 from .errors import BorrowError, OffloadError, UseAfterMoveError
 from .events import BUS, Callsite, callsite
 from .launch import device_view
@@ -323,7 +323,13 @@ class region:  # noqa: N801 - a context manager used like a keyword, as contextl
     def _emit_copy(self, kind: str, m: Mapping, array: np.ndarray[Any, Any], mark: Any) -> None:
         be = self._backend
         assert be is not None
+        timing = be.since(mark)
+        fp = None
+        if BUS.fingerprinting and kind in ("h2d", "d2h"):
+            if kind == "d2h":
+                be.synchronize()  # the host bytes are final only once the copy has landed
+            fp = fingerprint(array)
         BUS.emit_timed(
-            be.since(mark), kind=kind, nbytes=array.nbytes, pinned=be.is_pinned(array), param=m.name,
-            array=data_pointer(array), callsite=callsite(), mode=self._mode, region=self.id,
+            timing, kind=kind, nbytes=array.nbytes, pinned=be.is_pinned(array), param=m.name,
+            array=data_pointer(array), callsite=callsite(), mode=self._mode, region=self.id, fingerprint=fp,
         )

@@ -127,3 +127,24 @@ def test_launch_indices_count_every_launch_even_unobserved() -> None:
     offload(fill, np.zeros(2), 1.0)
     offload(fill, np.zeros(2), 1.0)
     assert BUS.launches == start + 2
+
+
+def test_fingerprints_only_when_asked_and_they_follow_the_content() -> None:
+    plain: list[Event] = []
+    with_fp: list[Event] = []
+    u1 = events.subscribe(plain.append)
+    u2 = events.subscribe(with_fp.append, fingerprints=True)
+    y, x = np.zeros(16), np.ones(16)
+    offload(daxpy, y, x, 1.0)  # y: 0 -> 1
+    offload(daxpy, y, x, 0.0)  # y unchanged: the re-upload carries the same fingerprint as the last download
+    u1()
+    u2()
+    h2d_y = [e.fingerprint for e in with_fp if e.kind == "h2d" and e.param == "y"]
+    d2h_y = [e.fingerprint for e in with_fp if e.kind == "d2h" and e.param == "y"]
+    h2d_x = [e.fingerprint for e in with_fp if e.kind == "h2d" and e.param == "x"]
+    assert h2d_y[0] != h2d_y[1] and h2d_y[1] == d2h_y[0] == d2h_y[1]
+    assert h2d_x[0] == h2d_x[1] and len(h2d_x[0]) == 16  # type: ignore[arg-type]
+    assert all(e.fingerprint is None for e in with_fp if e.kind not in ("h2d", "d2h"))
+    assert BUS.fingerprinting == ()
+    # the other subscriber sees the same events (the fingerprint is a field of the shared record)
+    assert [e.kind for e in plain] == [e.kind for e in with_fp]
