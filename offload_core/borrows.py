@@ -60,7 +60,7 @@ class MoveRegistry:
         key = self._next
         self._next += 1
         self._records[key] = record
-        owner = _memory_owner(array)
+        owner = memory_owner(array)
         try:
             weakref.finalize(owner, self._records.pop, key, None)
         except TypeError:  # an owner that takes no weak references lives as long as we do
@@ -76,7 +76,7 @@ class MoveRegistry:
         return None
 
 
-def _memory_owner(array: np.ndarray[Any, Any]) -> object:
+def memory_owner(array: np.ndarray[Any, Any]) -> object:
     """The object whose lifetime bounds the memory `array` points into."""
     owner: object = array
     while isinstance(owner, np.ndarray) and owner.base is not None:

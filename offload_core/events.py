@@ -23,6 +23,10 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Callable, Protocol
 
+#: queued events beyond which finished ones are delivered eagerly, and the hard cap
+PENDING_SOFT_LIMIT = 4096
+PENDING_HARD_LIMIT = 16384
+
 KINDS = ("h2d", "d2h", "alloc", "free", "launch", "sync", "region_enter", "region_exit")
 
 
@@ -124,16 +128,36 @@ class Bus:
             self._deliver(Event(start_ns=start, duration_ns=duration, **fields))  # type: ignore[arg-type]
             return
         self._pending.append((fields, timing))
+        if len(self._pending) > PENDING_SOFT_LIMIT:
+            # A long loop of asynchronous launches never syncs: deliver what the
+            # device has finished, and past the hard limit wait for the oldest,
+            # so the queue (and the device events it holds) stays bounded.
+            self._deliver_ready()
+            if len(self._pending) > PENDING_HARD_LIMIT:
+                while len(self._pending) > PENDING_SOFT_LIMIT:
+                    self._deliver_first()
+
+    def poll(self) -> None:
+        """Deliver the queued events whose timings are known, without waiting."""
+        if self._pending:
+            self._deliver_ready()
+
+    def _deliver_ready(self) -> None:
+        while self._pending and self._pending[0][1].ready():
+            self._deliver_first()
+
+    def _deliver_first(self) -> None:
+        fields, timing = self._pending.popleft()
+        if timing is _READY:
+            self._deliver(Event(**fields))  # type: ignore[arg-type]
+        else:
+            start, duration = timing.resolve()
+            self._deliver(Event(start_ns=start, duration_ns=duration, **fields))  # type: ignore[arg-type]
 
     def flush(self) -> None:
         """Deliver every queued event, waiting for device timings as needed."""
         while self._pending:
-            fields, timing = self._pending.popleft()
-            if timing is _READY:
-                self._deliver(Event(**fields))  # type: ignore[arg-type]
-            else:
-                start, duration = timing.resolve()
-                self._deliver(Event(start_ns=start, duration_ns=duration, **fields))  # type: ignore[arg-type]
+            self._deliver_first()
 
     def _deliver(self, event: Event) -> None:
         for fn in self.subscribers:

@@ -14,6 +14,7 @@ import inspect
 import numbers
 from typing import Any, Callable, Iterable, Literal, Mapping, Sequence, overload
 
+from .annotations import Access
 from .params import Param, params_from_spec, params_of_function
 
 AliasCheck = Literal["bounds", "exact"]
@@ -34,6 +35,20 @@ class Kernel:
         self.params = params
         self.alias_check = alias_check
         self._names = tuple(p.name for p in params)
+        # Derived once so a launch walks only what matters: the mutable array
+        # parameters, and the pairs of array parameters that could alias.
+        self.mutable = tuple(i for i, p in enumerate(params) if p.writes)
+        arrays = [i for i, p in enumerate(params) if p.is_array]
+        self.array_indices = tuple(arrays)
+        self.scalar_indices = tuple(i for i, p in enumerate(params) if not p.is_array)
+        self.owns = any(p.access is Access.OWNED for p in params)
+        #: recent all-resident launches, for repeating them cheaply (see launch.Plan)
+        self.plans: list[Any] = []
+        self.alias_pairs = tuple(
+            (i, j) for a, i in enumerate(arrays) for j in arrays[a + 1 :] if params[i].writes or params[j].writes
+        )
+        #: what a backend prepared for this kernel (a compiled module), keyed by its device
+        self.backend_cache: dict[object, Any] = {}
 
     @property
     def host_body(self) -> Callable[..., Any] | None:
@@ -168,6 +183,10 @@ class RawKernel(Kernel):
         self.block = block
         self.cpu = cpu
         self.options = tuple(options)
+        # Constant launch dimensions are checked once, here, not on every launch.
+        self._static_dims = None
+        if not callable(grid) and not callable(block):
+            self._static_dims = (_dim(grid, {}, name, "grid"), _dim(block, {}, name, "block"))
 
     @property
     def host_body(self) -> Callable[..., Any] | None:
@@ -175,6 +194,8 @@ class RawKernel(Kernel):
 
     def launch_dims(self, values: Sequence[Any]) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """Grid and block for one launch, from constants or callables of the arguments."""
+        if self._static_dims is not None:
+            return self._static_dims
         named = dict(zip(self._names, values))
         return _dim(self.grid, named, self.name, "grid"), _dim(self.block, named, self.name, "block")
 

@@ -17,6 +17,7 @@ someone subscribed.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -29,7 +30,9 @@ from .events import BUS, Callsite, callsite
 from .kernels import Kernel
 from .params import Param, cast_scalar
 from .residency import Mapping, byte_bounds, data_pointer
-from .settings import get_backend, get_mode
+from .settings import _S, get_backend, get_mode
+
+_F64 = np.float64
 
 
 def device_view(be: Backend, m: Mapping, host: np.ndarray[Any, Any], what: str) -> Any:
@@ -86,14 +89,27 @@ def offload(k: Kernel, /, *args: Any, **kwargs: Any) -> None:
         raise TypeError(f"offload() launches a @kernel or RawKernel, got {name!r}; decorate it with @kernel")
     params = k.params
     n = len(params)
-    values = args if not kwargs and len(args) == n else k.bind(args, kwargs)
-    be = get_backend()
-    be.check_kernel(k)
+    be = _S.backend or get_backend()
     present = be.present
+    if k.plans and not kwargs and len(args) == n and not BUS.subscribers:
+        # The same resident arrays as a recent launch, and no mapping changed
+        # since (any change drops the plans): only scalars and writability are new.
+        for plan in k.plans:
+            if plan.present is not present:
+                continue
+            for i, host in plan.hosts:
+                if args[i] is not host or (i in plan.writable and not host.flags.writeable):
+                    break
+            else:
+                _launch_planned(be, k, plan, args)
+                return
+    values = args if not kwargs and len(args) == n else k.bind(args, kwargs)
+    be.check_kernel(k)
     by_id = present.by_id
     dev_args: list[Any] = [None] * n
     mappings: list[Mapping | None] = [None] * n
     arrays: list[int] = []
+    temps = 0
 
     # ---- check phase: nothing is copied or written until every check passed.
     # Messages are built only on failure: this loop runs on every launch.
@@ -101,17 +117,25 @@ def offload(k: Kernel, /, *args: Any, **kwargs: Any) -> None:
         p = params[i]
         v = values[i]
         if not p.is_array:
-            dev_args[i] = cast_scalar(p, v, f"kernel '{k.name}'")
+            kind = type(v)
+            if kind is p.scalar:
+                dev_args[i] = v
+            elif kind is float and p.scalar is _F64:
+                dev_args[i] = _F64(v)
+            else:
+                dev_args[i] = cast_scalar(p, v, f"kernel '{k.name}'")
             continue
+        want = p.dtype
         if type(v) is not np.ndarray and not isinstance(v, np.ndarray):
             if be.is_device_array(v):
-                if p.dtype is not None and v.dtype != p.dtype:
-                    raise TypeError(f"{_what(k, p)} takes {p.dtype.name}, got a device array of {v.dtype.name}")
+                if want is not None and v.dtype != want:
+                    raise TypeError(f"{_what(k, p)} takes {want.name}, got a device array of {v.dtype.name}")
                 dev_args[i] = v
+                arrays.append(i)
                 continue
             raise TypeError(f"{_what(k, p)} takes a NumPy array, got {type(v).__name__}")
-        if p.dtype is not None and v.dtype != p.dtype:
-            raise TypeError(f"{_what(k, p)} takes {p.dtype.name}, got {v.dtype.name}; convert with .astype(np.{p.dtype.name})")
+        if want is not None and v.dtype is not want and v.dtype != want:
+            raise TypeError(f"{_what(k, p)} takes {want.name}, got {v.dtype.name}; convert with .astype(np.{want.name})")
         m = by_id.get(id(v))
         if m is None and present.mappings:
             m = present.find(v)
@@ -122,59 +146,148 @@ def offload(k: Kernel, /, *args: Any, **kwargs: Any) -> None:
             dev_args[i] = m.device if v is m.host else device_view(be, m, v, _what(k, p))
             mappings[i] = m
         else:
-            if v.dtype.hasobject:
-                raise TypeError(f"{_what(k, p)}: object arrays cannot be copied to a device")
-            if MOVES:
-                record = MOVES.find(v)
-                if record is not None:
-                    raise UseAfterMoveError(f"{_what(k, p)}: the array was {record.where()} and cannot be used again")
-            if present.mappings:
-                partial = present.overlap(v)
-                if partial is not None:
-                    raise BorrowError(f"{_what(k, p)} overlaps {partial.where()} without lying inside it")
-            if p.copies_back and not v.flags.writeable:
-                raise BorrowError(f"{_what(k, p)} is {p.access.value} but the host array is read-only; pass a writable array")  # type: ignore[union-attr]
+            _check_host(be, k, p, v, present)
+            temps += 1
         arrays.append(i)
 
-    if len(arrays) > 1:
-        _check_aliases(k, params, values, mappings, arrays)
+    if k.alias_pairs:
+        _check_aliases(be, k, values, mappings)
+    if present.capture is not None:  # r.capture(): record, run later
+        if present.capture.naive:
+            present.capture.record_call(k, args, kwargs)
+        else:
+            present.capture.record_launch(k, dev_args, mappings, temps)
+        return
 
     # ---- transfer phase
     subs = BUS.subscribers
     index = BUS.launches
     BUS.launches = index + 1
-    if not subs:
-        _run_quiet(be, k, params, values, dev_args, mappings, arrays)
-    else:
+    if subs:
         _run_traced(be, k, params, values, dev_args, mappings, arrays, index, callsite(2), get_mode())
-    _settle(k, params, values, mappings, arrays)
+    elif temps:
+        _run_quiet(be, k, params, values, dev_args, mappings, arrays)
+    else:  # every array is resident: no copy, no allocation, no sync
+        try:
+            be.launch(k, dev_args)
+        except BaseException as exc:
+            _poison(be, k, params, mappings, arrays, exc)
+            raise
+        if not kwargs and not k.owns:
+            _make_plan(k, present, values, dev_args, mappings)
+    if k.mutable:
+        _settle(present, k, values, mappings)
 
 
-def _check_aliases(
-    k: Kernel, params: tuple[Param, ...], values: Any, mappings: list[Mapping | None], arrays: list[int]
-) -> None:
+@dataclass(slots=True)
+class Plan:
+    """A launch whose arrays are all resident, kept for repeating it cheaply.
+
+    Valid while no mapping of its backend changes: `PresentTable.invalidate()`
+    (called on every mapping change) drops all plans, which also releases
+    the arrays a plan refers to.
+    """
+
+    present: Any
+    hosts: tuple[tuple[int, np.ndarray[Any, Any]], ...]
+    writable: frozenset[int]
+    template: list[Any]
+    dirty: tuple[Mapping, ...]
+
+
+#: plans kept per kernel: enough for launches that alternate arrays (ping-pong stencils)
+PLANS_PER_KERNEL = 4
+
+
+def _make_plan(k: Kernel, present: Any, values: Any, dev_args: list[Any], mappings: list[Mapping | None]) -> None:
+    for i in k.array_indices:
+        m = mappings[i]
+        # Only the mapped arrays themselves: a view made afresh per launch would
+        # never match, and host-write checks need the full path.
+        if m is None or m.checks or values[i] is not m.host:
+            return
+    plan = Plan(
+        present,
+        tuple((i, values[i]) for i in k.array_indices),
+        frozenset(i for i in k.array_indices if k.params[i].copies_back),
+        list(dev_args),
+        tuple(dict.fromkeys(mappings[i] for i in k.mutable)),  # type: ignore[misc]
+    )
+    if len(k.plans) >= PLANS_PER_KERNEL:
+        k.plans.pop(0)
+    k.plans.append(plan)
+    if k not in present.plans:
+        present.plans.append(k)
+
+
+def _launch_planned(be: Backend, k: Kernel, plan: Plan, args: tuple[Any, ...]) -> None:
+    dev_args = plan.template.copy()
+    params = k.params
+    for i in k.scalar_indices:
+        p = params[i]
+        v = args[i]
+        kind = type(v)
+        if kind is p.scalar:
+            dev_args[i] = v
+        elif kind is float and p.scalar is _F64:
+            dev_args[i] = _F64(v)
+        else:
+            dev_args[i] = cast_scalar(p, v, f"kernel '{k.name}'")
+    BUS.launches += 1
+    try:
+        be.launch(k, dev_args)
+    except BaseException as exc:
+        for m in plan.dirty:
+            m.poisoned = f"kernel '{k.name}' raised {type(exc).__name__} while it held the array mutably"
+        be.present.invalidate()
+        raise
+    for m in plan.dirty:
+        m.dirty = True
+
+
+def _check_host(be: Backend, k: Kernel, p: Param, v: np.ndarray[Any, Any], present: Any) -> None:
+    """Checks for a host array no region keeps resident (it will be copied)."""
+    if v.dtype.hasobject:
+        raise TypeError(f"{_what(k, p)}: object arrays cannot be copied to a device")
+    if be.native_only and not v.dtype.isnative:
+        raise TypeError(
+            f"{_what(k, p)}: the {be.name} backend needs native byte order, got {v.dtype.str}; "
+            "convert with .astype(a.dtype.newbyteorder('='))"
+        )
+    if MOVES:
+        record = MOVES.find(v)
+        if record is not None:
+            raise UseAfterMoveError(f"{_what(k, p)}: the array was {record.where()} and cannot be used again")
+    if present.mappings:
+        partial = present.overlap(v)
+        if partial is not None:
+            raise BorrowError(f"{_what(k, p)} overlaps {partial.where()} without lying inside it")
+    if p.copies_back and not v.flags.writeable:
+        raise BorrowError(f"{_what(k, p)} is {p.access.value} but the host array is read-only; pass a writable array")  # type: ignore[union-attr]
+
+
+def _check_aliases(be: Backend, k: Kernel, values: Any, mappings: list[Mapping | None]) -> None:
+    """No mutable argument may share memory with another argument of the launch."""
     exact = k.alias_check == "exact"
-    for a_pos, i in enumerate(arrays):
-        pi = params[i]
-        vi = values[i]
-        if not isinstance(vi, np.ndarray):
-            continue
-        for j in arrays[a_pos + 1 :]:
-            pj = params[j]
-            if not (pi.writes or pj.writes):
-                continue
-            vj = values[j]
-            if not isinstance(vj, np.ndarray):
-                continue
+    for i, j in k.alias_pairs:
+        vi, vj = values[i], values[j]
+        on_host = isinstance(vi, np.ndarray)
+        if on_host != isinstance(vj, np.ndarray):
+            continue  # host and device memory never overlap
+        if on_host:
             mi, mj = mappings[i], mappings[j]
             if mi is not None and mj is not None and mi is not mj:
                 continue  # distinct mappings never overlap
-            if may_overlap(vi, vj, exact):
-                hint = "" if exact else " (a bounds check; @kernel(alias_check='exact') tests element overlap)"
-                raise AliasError(
-                    f"kernel '{k.name}': parameter {pi.describe()} and parameter {pj.describe()} share memory, "
-                    f"and one is mutable; pass separate arrays or a copy{hint}"
-                )
+            overlap = may_overlap(vi, vj, exact)
+        else:
+            overlap = be.device_overlap(vi, vj)
+        if overlap:
+            pi, pj = k.params[i], k.params[j]
+            hint = "" if exact else " (a bounds check; @kernel(alias_check='exact') tests element overlap)"
+            raise AliasError(
+                f"kernel '{k.name}': parameter {pi.describe()} and parameter {pj.describe()} share memory, "
+                f"and one is mutable; pass separate arrays or a copy{hint}"
+            )
 
 
 def _run_quiet(
@@ -209,11 +322,13 @@ def _run_quiet(
             be.synchronize()
     except BaseException as exc:
         if launched:
-            _poison(k, params, mappings, arrays, exc)
+            _poison(be, k, params, mappings, arrays, exc)
         raise
     finally:
-        for i in temps:
-            be.free(dev_args[i])
+        if temps:
+            be.settle_uploads()  # no host write may race an upload still reading it
+            for i in temps:
+                be.free(dev_args[i])
 
 
 def _run_traced(
@@ -234,9 +349,9 @@ def _run_traced(
     temps: list[int] = []
     launched = False
 
-    def copy_event(kind: str, i: int, mark: Any) -> None:
+    def copy_event(kind: str, i: int, mark: Any, host: bool = False) -> None:
         v = values[i]
-        timing = be.since(mark)
+        timing = be.host_since(mark) if host else be.since(mark)
         fp = None
         if BUS.fingerprinting and kind in ("h2d", "d2h"):
             if kind == "d2h":
@@ -252,11 +367,11 @@ def _run_traced(
             if mappings[i] is not None or dev_args[i] is not None:
                 continue
             v = values[i]
-            mark = be.mark()
+            mark = be.host_mark()
             dev = be.empty(v.shape, v.dtype, device_layout(v))
             dev_args[i] = dev
             temps.append(i)
-            copy_event("alloc", i, mark)
+            copy_event("alloc", i, mark, host=True)
             if params[i].reads:
                 mark = be.mark()
                 be.upload(v, dev)
@@ -273,53 +388,52 @@ def _run_traced(
                 copy_event("d2h", i, mark)
                 downloaded = True
         if downloaded:
-            mark = be.mark()
+            mark = be.host_mark()
             be.synchronize()
-            BUS.emit_timed(be.since(mark), kind="sync", **common)
+            BUS.emit_timed(be.host_since(mark), kind="sync", **common)
             be.flush_events()
     except BaseException as exc:
         if launched:
-            _poison(k, params, mappings, arrays, exc)
+            _poison(be, k, params, mappings, arrays, exc)
         raise
     finally:
+        if temps:
+            be.settle_uploads()
         for i in temps:
-            mark = be.mark()
+            mark = be.host_mark()
             be.free(dev_args[i])
-            copy_event("free", i, mark)
+            copy_event("free", i, mark, host=True)
 
 
 def _poison(
-    k: Kernel, params: tuple[Param, ...], mappings: list[Mapping | None], arrays: list[int], exc: BaseException
+    be: Backend, k: Kernel, params: tuple[Param, ...], mappings: list[Mapping | None], arrays: list[int],
+    exc: BaseException,
 ) -> None:
+    """A kernel raised: the device copies it held mutably are no longer trustworthy."""
     for i in arrays:
         m = mappings[i]
         if m is not None and params[i].writes:
             m.poisoned = f"kernel '{k.name}' raised {type(exc).__name__} while it held the array as {params[i].access.value}"  # type: ignore[union-attr]
+            be.present.invalidate()
 
 
-def _settle(
-    k: Kernel,
-    params: tuple[Param, ...],
-    values: Any,
-    mappings: list[Mapping | None],
-    arrays: list[int],
-) -> None:
+def _settle(present: Any, k: Kernel, values: Any, mappings: list[Mapping | None]) -> None:
     """After a successful launch: record writes to resident arrays, freeze moved ones."""
-    for i in arrays:
-        access = params[i].access
-        if access is Access.IN:
-            continue
+    for i in k.mutable:
         m = mappings[i]
         if m is not None:
             m.dirty = True
-            m.initialized = True
-        if access is Access.OWNED:
+            if not m.initialized:  # an Out mapping's first write: plans made before are stale
+                m.initialized = True
+                present.invalidate()
+        if k.params[i].access is Access.OWNED:
             v = values[i]
             if not isinstance(v, np.ndarray):
                 continue
             if m is not None:
                 m.moved = True
                 m.dirty = False
+                present.invalidate()
             lo, hi = byte_bounds(v)
-            MOVES.add(v, MoveRecord(lo, hi, k.name, params[i].name, callsite()))
+            MOVES.add(v, MoveRecord(lo, hi, k.name, k.params[i].name, callsite()))
             v.flags.writeable = False

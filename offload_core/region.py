@@ -36,6 +36,7 @@ import numpy as np
 from .annotations import Access, MapRequest
 from .backends.base import Backend, device_layout
 from .borrows import MOVES, digest, fingerprint
+from .capture import Capture
 from .errors import BorrowError, OffloadError, UseAfterMoveError
 from .events import BUS, Callsite, callsite
 from .launch import device_view
@@ -93,17 +94,16 @@ class region:  # noqa: N801 - a context manager used like a keyword, as contextl
         if mode == "naive":
             present.regions.append(self.id)
             self._active = True
-            self._emit("region_enter", 0, be.mark())
+            self._emit("region_enter", 0, be.host_mark())
             return self
 
         plan = self._plan(be)
         new_bytes = sum(a.nbytes for a, _, _, m in plan if m is None)
-        start = be.mark()
         present.regions.append(self.id)
         self._active = True
-        if BUS.subscribers:
-            BUS.emit_timed(be.since(start), kind="region_enter", nbytes=new_bytes, callsite=self._site,
-                           mode=mode, region=self.id)
+        if be.nvtx:
+            be.range_push(f"region {', '.join(self._names)}")
+        self._emit("region_enter", new_bytes, be.host_mark())
         try:
             for array, access, name, existing in plan:
                 if existing is not None:
@@ -117,7 +117,10 @@ class region:  # noqa: N801 - a context manager used like a keyword, as contextl
                     if m.checks == 0:  # an outer checking region already holds a digest
                         m.digest = digest(m.host)
                     m.checks += 1
+                present.invalidate()
+            be.settle_uploads()
         except BaseException:
+            be.settle_uploads()
             self._release(be, copy_back=False)
             raise
         return self
@@ -131,6 +134,8 @@ class region:  # noqa: N801 - a context manager used like a keyword, as contextl
             record = MOVES.find(array)
             if record is not None:
                 raise UseAfterMoveError(f"region(): '{name}' was {record.where()} and cannot be mapped")
+            if be.native_only and not array.dtype.isnative:
+                raise TypeError(f"region(): '{name}': the {be.name} backend needs native byte order, got {array.dtype.str}")
             if access is Access.OUT and not array.flags.writeable:
                 raise BorrowError(f"region(): '{name}' is mapped Out but the host array is read-only")
             existing = present.find(array)
@@ -157,14 +162,14 @@ class region:  # noqa: N801 - a context manager used like a keyword, as contextl
 
     def _map(self, be: Backend, array: np.ndarray[Any, Any], access: Access, name: str) -> Mapping:
         subs = BUS.subscribers
-        mark = be.mark()
+        mark = be.host_mark()
         dev = be.empty(array.shape, array.dtype, device_layout(array))
         lo, hi = byte_bounds(array)
         m = Mapping(array, dev, lo, hi, data_pointer(array), access, name, self.id or 0, self._site,
                     initialized=access is not Access.OUT)
         be.present.add(m)
         if subs:
-            self._emit_copy("alloc", m, array, mark)
+            self._emit_copy("alloc", m, array, mark, host=True)
         if access is not Access.OUT:
             mark = be.mark()
             try:
@@ -197,10 +202,11 @@ class region:  # noqa: N801 - a context manager used like a keyword, as contextl
     def _release(self, be: Backend, copy_back: bool, skip: Sequence[Mapping] = ()) -> None:
         """Drop this region's references; copy back, sync, then free mappings that reach zero."""
         present = be.present
-        start = be.mark()
+        start = be.host_mark()
         copied = 0
         last: list[Mapping] = []
         try:
+            present.invalidate()
             for m in reversed(self._held):
                 if self.check:
                     m.checks -= 1
@@ -223,24 +229,26 @@ class region:  # noqa: N801 - a context manager used like a keyword, as contextl
                 if BUS.subscribers:
                     self._emit_copy("d2h", m, m.host, mark)
             if copied:
-                mark = be.mark()
+                mark = be.host_mark()
                 be.synchronize()
                 self._emit("sync", 0, mark)
         finally:
             # Whatever failed above, the device memory goes back and the table forgets.
             for m in last:
                 present.remove(m)
-                mark = be.mark()
+                mark = be.host_mark()
                 be.free(m.device)
                 if BUS.subscribers:
-                    self._emit_copy("free", m, m.host, mark)
+                    self._emit_copy("free", m, m.host, mark, host=True)
             self._held = []
             self._active = False
             if self.id in present.regions:
                 present.regions.remove(self.id)
             if BUS.subscribers:
-                BUS.emit_timed(be.since(start), kind="region_exit", nbytes=copied, callsite=self._site,
+                BUS.emit_timed(be.host_since(start), kind="region_exit", nbytes=copied, callsite=self._site,
                                mode=self._mode, region=self.id)
+            if be.nvtx and self._mode != "naive":
+                be.range_pop()
             be.flush_events()
 
     # ------------------------------------------------------------- mid-region
@@ -265,7 +273,7 @@ class region:  # noqa: N801 - a context manager used like a keyword, as contextl
         be.download(dev, array)
         if BUS.subscribers:
             self._emit_copy("d2h", m, array, mark)
-        mark = be.mark()
+        mark = be.host_mark()
         be.synchronize()
         self._emit("sync", 0, mark)
         if self._covers(m, array):
@@ -282,14 +290,31 @@ class region:  # noqa: N801 - a context manager used like a keyword, as contextl
         dev = device_view(be, m, array, "update_device()")
         mark = be.mark()
         be.upload(array, dev)
+        be.settle_uploads()
         if BUS.subscribers:
             self._emit_copy("h2d", m, array, mark)
         if self._covers(m, array):
             m.initialized = True
             m.poisoned = None
             m.dirty = False
+            be.present.invalidate()
         if m.checks:
             m.digest = digest(m.host)
+
+    @property
+    def active(self) -> bool:
+        """Inside the with block."""
+        return self._active
+
+    def capture(self) -> Capture:
+        """Record the launches of a `with` block once, to replay them with `.replay()`.
+
+        See `offload_core.capture`: on the CuPy backend the sequence becomes a
+        CUDA/HIP graph, so a loop of short kernels pays one launch per replay.
+        """
+        if not self._active or self._backend is None:
+            raise OffloadError("capture() needs an active region; call it inside the with block")
+        return Capture(self, self._backend, self._mode)
 
     def is_resident(self, array: np.ndarray[Any, Any]) -> bool:
         """Whether launches inside this region use `array` in place (no copies)."""
@@ -315,15 +340,17 @@ class region:  # noqa: N801 - a context manager used like a keyword, as contextl
 
     # ----------------------------------------------------------------- events
     def _emit(self, kind: str, nbytes: int, mark: Any) -> None:
+        """A region edge or sync: timed on the host (what the program waited)."""
         if BUS.subscribers:
             be = self._backend
             assert be is not None
-            BUS.emit_timed(be.since(mark), kind=kind, nbytes=nbytes, callsite=self._site, mode=self._mode, region=self.id)
+            BUS.emit_timed(be.host_since(mark), kind=kind, nbytes=nbytes, callsite=self._site, mode=self._mode,
+                           region=self.id)
 
-    def _emit_copy(self, kind: str, m: Mapping, array: np.ndarray[Any, Any], mark: Any) -> None:
+    def _emit_copy(self, kind: str, m: Mapping, array: np.ndarray[Any, Any], mark: Any, host: bool = False) -> None:
         be = self._backend
         assert be is not None
-        timing = be.since(mark)
+        timing = be.host_since(mark) if host else be.since(mark)
         fp = None
         if BUS.fingerprinting and kind in ("h2d", "d2h"):
             if kind == "d2h":

@@ -33,14 +33,19 @@ def byte_bounds(a: np.ndarray[Any, Any]) -> tuple[int, int]:
         return ptr, ptr
     if strides is None:
         return ptr, ptr + a.nbytes
+    return extent_bounds(ptr, a.shape, strides, a.itemsize)
+
+
+def extent_bounds(ptr: int, shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> tuple[int, int]:
+    """[low, high) of a non-empty strided array starting at `ptr` (host or device addresses)."""
     lo = hi = ptr
-    for n, s in zip(a.shape, strides):
+    for n, s in zip(shape, strides):
         extent = (n - 1) * s
         if extent < 0:
             lo += extent
         else:
             hi += extent
-    return lo, hi + a.itemsize
+    return lo, hi + itemsize
 
 
 def data_pointer(a: np.ndarray[Any, Any]) -> int:
@@ -97,6 +102,16 @@ class PresentTable:
         self.mappings: list[Mapping] = []
         #: ids of the regions now entered, innermost last (naive-mode ones too)
         self.regions: list[int] = []
+        #: the `r.capture()` recording launches now, if any (offload_core.capture.Capture)
+        self.capture: Any = None
+        #: kernels holding a launch plan over these mappings (see launch.Plan)
+        self.plans: list[Any] = []
+
+    def invalidate(self) -> None:
+        """A mapping changed (added, removed, moved, poisoned, checked...): drop every launch plan."""
+        for kernel in self.plans:
+            kernel.plans = []
+        self.plans.clear()
 
     def __bool__(self) -> bool:
         return bool(self.mappings)
@@ -107,10 +122,12 @@ class PresentTable:
         return bool(self.mappings or self.regions)
 
     def add(self, mapping: Mapping) -> None:
+        self.invalidate()
         self.mappings.append(mapping)
         self.by_id[id(mapping.host)] = mapping
 
     def remove(self, mapping: Mapping) -> None:
+        self.invalidate()
         self.mappings.remove(mapping)
         if self.by_id.get(id(mapping.host)) is mapping:
             del self.by_id[id(mapping.host)]

@@ -9,7 +9,7 @@ fails the test that caused it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import pytest
@@ -54,14 +54,34 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+@pytest.fixture
+def capped(backend: str) -> Callable[[int], Any]:
+    """`capped(nbytes)` selects a backend of the test's kind whose device memory is limited to `nbytes`."""
+
+    def make(capacity: int) -> Any:
+        if backend == "numpy":
+            return offload_core.set_backend(NumpyBackend(capacity=capacity))
+        from offload_core.backends.cupy_backend import CupyBackend
+
+        return offload_core.set_backend(CupyBackend(capacity=capacity))
+
+    return make
+
+
 @dataclass
 class Recorder:
     """Every event, with the counting helpers the tests assert on."""
 
-    events: list[events.Event] = field(default_factory=list)
+    _events: list[events.Event] = field(default_factory=list)
 
     def __call__(self, event: events.Event) -> None:
-        self.events.append(event)
+        self._events.append(event)
+
+    @property
+    def events(self) -> list[events.Event]:
+        """Everything so far, including events still waiting for device timings."""
+        events.flush()
+        return self._events
 
     def kinds(self, *skip: str) -> list[str]:
         return [e.kind for e in self.events if e.kind not in skip]

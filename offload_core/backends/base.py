@@ -127,16 +127,67 @@ class Backend(ABC):
         """Whether copies of `host` use page-locked memory (for the events)."""
         return False
 
+    #: OFFLOAD_NVTX=1: name each launch, copy and region on profiler timelines
+    nvtx: bool = False
+    #: the device cannot hold arrays of non-native byte order (CuPy)
+    native_only: bool = False
+
     def mark(self) -> Any:
-        """Start an interval; `since(mark)` ends it."""
+        """Start a device-side interval (copies, launches); `since(mark)` ends it."""
         return time.perf_counter_ns()
 
     def since(self, mark: Any) -> Timing:
         now = time.perf_counter_ns()
         return HostTiming(mark, now - mark)
 
+    @staticmethod
+    def host_mark() -> int:
+        """Start a host-side interval (allocations, frees, syncs): what the host waited."""
+        return time.perf_counter_ns()
+
+    @staticmethod
+    def host_since(mark: int) -> Timing:
+        now = time.perf_counter_ns()
+        return HostTiming(mark, now - mark)
+
+    def settle_uploads(self) -> None:
+        """Return only once the host arrays of issued uploads may be modified again.
+
+        An asynchronous upload from page-locked memory reads the host bytes
+        after the call returns; offload_core calls this before control goes
+        back to user code, so a host write right after `offload()` can never
+        race the copy. Kernels already issued keep running.
+        """
+
     def flush_events(self) -> None:
         """Deliver events whose device timings are now known (no-op on the host)."""
+
+    def range_push(self, name: str) -> None:
+        """Open a named range on the profiler timeline (NVTX/rocTX), when `nvtx` is on."""
+
+    def range_pop(self) -> None:
+        """Close the innermost range opened by `range_push`."""
+
+    # Launch-sequence capture (offload_core.capture). The default records the
+    # launches and replays them by launching each again: the host-side
+    # "equivalent" of a device graph, for backends that have none.
+    def begin_capture(self) -> None:
+        self._captured: list[tuple[Kernel, list[Any]]] = []
+
+    def capture_launch(self, kernel: Kernel, args: Sequence[Any]) -> None:
+        self._captured.append((kernel, list(args)))
+
+    def end_capture(self) -> Any:
+        captured, self._captured = self._captured, []
+        return captured
+
+    def replay(self, handle: Any) -> None:
+        for kernel, args in handle:
+            self.launch(kernel, args)
+
+    def device_overlap(self, a: Any, b: Any) -> bool:
+        """Whether two device arrays passed to one launch may share memory."""
+        return False
 
     def memory_in_use(self) -> int:
         """Bytes of device memory this backend holds for offload_core."""

@@ -14,6 +14,9 @@ from offload_core.events import BUS, Event
 from ..conftest import Recorder
 from .kit import daxpy, fill
 
+# The whole module runs on every backend: NumPy here, CuPy too where there is a GPU.
+pytestmark = pytest.mark.usefixtures("backend")
+
 
 def test_events_are_frozen_records_with_the_design_fields(rec: Recorder) -> None:
     offload(fill, np.zeros(4), 1.0)
@@ -107,7 +110,7 @@ def test_events_wait_in_issue_order_for_deferred_timings(rec: Recorder) -> None:
     late = LateTiming()
     BUS.emit_timed(late, kind="launch", kernel="k")
     BUS.emit(Event(kind="sync"))
-    assert rec.events == [], "the ready event waits behind the pending one"
+    assert rec._events == [], "the ready event waits behind the pending one"
     events.flush()
     assert [e.kind for e in rec.events] == ["launch", "sync"]
     assert (rec.events[0].start_ns, rec.events[0].duration_ns) == (100, 5)
@@ -148,3 +151,16 @@ def test_fingerprints_only_when_asked_and_they_follow_the_content() -> None:
     assert BUS.fingerprinting == ()
     # the other subscriber sees the same events (the fingerprint is a field of the shared record)
     assert [e.kind for e in plain] == [e.kind for e in with_fp]
+
+
+def test_the_queue_of_pending_events_stays_bounded(rec: Recorder) -> None:
+    from offload_core.events import PENDING_HARD_LIMIT, PENDING_SOFT_LIMIT
+
+    first = LateTiming()
+    BUS.emit_timed(first, kind="launch", kernel="k0")
+    for i in range(PENDING_HARD_LIMIT + 10):
+        BUS.emit_timed(LateTiming(), kind="launch", kernel=f"k{i + 1}")
+    assert PENDING_SOFT_LIMIT <= len(BUS._pending) <= PENDING_HARD_LIMIT, "past the hard limit the oldest are waited for"
+    assert [e.kernel for e in rec._events[:3]] == ["k0", "k1", "k2"], "still in issue order"
+    events.flush()
+    assert len(rec.events) == PENDING_HARD_LIMIT + 11

@@ -182,6 +182,8 @@ def test_raw_kernel_launch_dimensions() -> None:
     k = RawKernel(SRC, "k", params={"x": In[np.float64], "y": InOut[np.float64], "n": np.int32},
                   grid=lambda x, y, n: ((n + 127) // 128,), block=(128,))
     assert k.launch_dims([None, None, 1000]) == ((8,), (128,))
-    bad = RawKernel(SRC, "k", params={"x": In[np.float64]}, grid=0)
+    with pytest.raises(TypeError, match="grid must be 1 to 3 positive ints, got \\(0,\\)"):
+        RawKernel(SRC, "k", params={"x": In[np.float64]}, grid=0)  # constant dimensions fail at definition
+    bad = RawKernel(SRC, "k", params={"x": In[np.float64]}, grid=lambda x: (0,))
     with pytest.raises(TypeError, match="grid must be 1 to 3 positive ints, got \\(0,\\)"):
         bad.launch_dims([None])

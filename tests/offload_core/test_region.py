@@ -14,6 +14,9 @@ from .kit import Boom, consume, copy, daxpy, fill, half_then_fail, read_only, sc
 
 N = 64
 
+# The whole module runs on every backend: NumPy here, CuPy too where there is a GPU.
+pytestmark = pytest.mark.usefixtures("backend")
+
 
 # ---------------------------------------------------------------- views of mapped arrays
 @pytest.mark.parametrize(
@@ -357,3 +360,60 @@ def test_mode_and_backend_cannot_change_inside_a_region() -> None:
     with region(np.ones(3)):
         with pytest.raises(OffloadError):
             offload_core.set_mode("batched")
+
+
+# ---------------------------------------------------------------- launch plans (the repeated-launch fast path)
+def test_repeated_launches_use_a_plan_that_any_mapping_change_drops() -> None:
+    x, y = np.ones(N), np.zeros(N)
+    with region(x, y) as r:
+        offload(daxpy, y, x, 1.0)
+        assert len(daxpy.plans) == 1
+        offload(daxpy, y, x, 2.0)  # planned: scalars still cast, writes still recorded
+        with region(np.ones(4)):  # a new mapping anywhere drops every plan
+            assert daxpy.plans == []
+        offload(daxpy, y, x, 1.0)
+        r.update_host(y)
+        assert np.all(y == 4.0)
+    assert daxpy.plans == [], "no plan outlives its region (it would pin device memory)"
+    np.testing.assert_array_equal(y, 4.0)
+
+
+def test_a_plan_never_skips_a_borrow_check() -> None:
+    x, y = np.ones(N), np.zeros(N)
+    with region(x, y) as r:
+        offload(daxpy, y, x, 1.0)
+        offload(daxpy, y, x, 1.0)
+        y.flags.writeable = False
+        with pytest.raises(BorrowError, match="is InOut but the host array is read-only"):
+            offload(daxpy, y, x, 1.0)
+        y.flags.writeable = True
+        with pytest.raises(TypeError, match="takes a scalar"):
+            offload(daxpy, y, x, "2")
+        with pytest.raises(Boom):
+            offload(half_then_fail, y, x)
+        with pytest.raises(BorrowError, match="is undefined"):
+            offload(daxpy, y, x, 1.0)  # the poison dropped the plan
+        r.update_device(y)
+        offload(daxpy, y, x, 1.0)
+        offload(consume, x, np.zeros(N))
+        with pytest.raises(UseAfterMoveError):
+            offload(daxpy, y, x, 1.0)
+
+
+def test_ping_pong_launches_keep_one_plan_each() -> None:
+    a, b = np.arange(float(N)), np.zeros(N)
+    with region(a, Out(b)):
+        for _ in range(5):
+            offload(copy, b, a)
+            offload(copy, a, b)
+        assert len(copy.plans) == 2
+    np.testing.assert_array_equal(a, np.arange(float(N)))
+
+
+def test_planned_launches_are_still_observed(rec: Recorder) -> None:
+    x, y = np.ones(N), np.zeros(N)
+    with region(x, y):
+        for _ in range(5):
+            offload(daxpy, y, x, 1.0)
+    assert rec.count("launch") == 5
+    assert [e.launch for e in rec.of("launch")] == sorted(e.launch for e in rec.of("launch"))

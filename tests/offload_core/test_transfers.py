@@ -13,6 +13,9 @@ from .kit import consume, copy, daxpy, fill, read_only, scale
 
 N = 1000  # 8000 bytes of float64
 
+# The whole module runs on every backend: NumPy here, CuPy too where there is a GPU.
+pytestmark = pytest.mark.usefixtures("backend")
+
 
 def test_in_is_uploaded_and_never_downloaded(backend: str, rec: Recorder) -> None:
     x = np.arange(N, dtype=np.float64)
