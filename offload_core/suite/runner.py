@@ -299,5 +299,10 @@ def run_suite(kernels: Iterable[str] | None = None, size_factor: float = 1.0, mo
     return runs
 
 
-def command_line() -> str:
-    return " ".join([sys.argv[0].rsplit("/", 1)[-1], *sys.argv[1:]])
+def command_line(argv: Sequence[str] | None = None) -> str:
+    """The command as a user would type it again (`python -m offload_core.suite` for the module form)."""
+    args = list(sys.argv if argv is None else argv)
+    head = args[0].replace("\\", "/").rsplit("/", 1)[-1] if args else "offload-bench"
+    if head == "__main__.py":
+        head = "python -m offload_core.suite"
+    return " ".join([head, *args[1:]])
