@@ -115,8 +115,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = measure(benchmarks, variants, args.size_factor, args.reps, args.passes, progress)
     except (BackendError, ValueError) as exc:
         p.error(str(exc))
-    except MemoryError:
-        p.error(f"out of memory at size factor {args.size_factor:g}; try a smaller --size-factor")
+    except MemoryError as exc:
+        p.error(f"out of memory at size factor {args.size_factor:g} ({exc}); try a smaller --size-factor")
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130

@@ -74,29 +74,20 @@ def glibc_rand(seed: int, n: int) -> np.ndarray:
 
 @lru_cache(maxsize=8)
 def _glibc_rand(seed: int, n: int) -> np.ndarray:
-    # glibc TYPE_3: a 34-word state seeded by the Park-Miller LCG (Schrage's
-    # method, modulus 2^31 - 1), then r[i] = r[i-31] + r[i-3] (mod 2^32);
-    # the first 310 outputs are discarded and each output is r >> 1.
-    r = [0] * 34
+    # glibc TYPE_3: 34 state words seeded by the Park-Miller LCG (Schrage's
+    # method, modulus 2^31 - 1), then r[k] = r[k-31] + r[k-3] (mod 2^32); the
+    # first 310 outputs are discarded and each output is r[k] >> 1.
+    r = [0] * (34 + 310 + n)
     r[0] = seed if seed != 0 else 1
     for i in range(1, 31):
         hi, lo = divmod(r[i - 1], 127773)
         word = 16807 * lo - 2836 * hi
-        if word < 0:
-            word += 2147483647
-        r[i] = word
+        r[i] = word + 2147483647 if word < 0 else word
     for i in range(31, 34):
         r[i] = r[i - 31]
     mask = 0xFFFFFFFF
-    total = 310 + n
-    state = [v & mask for v in r]
-    out = [0] * n
-    # The recurrence only ever looks 31 and 3 words back: keep a ring of 34.
-    ring = state + [0] * (total + 34 - len(state))
-    for k in range(34, 34 + total):
-        ring[k] = (ring[k - 31] + ring[k - 3]) & mask
-    for j in range(n):
-        out[j] = ring[34 + 310 + j] >> 1
-    result = np.array(out, dtype=np.int64)
+    for k in range(34, len(r)):
+        r[k] = (r[k - 31] + r[k - 3]) & mask
+    result = np.array(r[344:], dtype=np.int64) >> 1
     result.flags.writeable = False
     return result

@@ -20,7 +20,6 @@ same `Step`s; they differ only in who moves the data (see `variants.py`).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -107,7 +106,3 @@ def grid_1d(n_param: str) -> Callable[..., tuple[int]]:
     grid.__name__ = f"grid_1d_{n_param}"
     return grid
 
-
-def int_root(value: float, degree: int) -> float:
-    """sqrt or cbrt as C's std::sqrt / std::cbrt compute them."""
-    return math.sqrt(value) if degree == 2 else float(np.cbrt(value))
