@@ -22,6 +22,12 @@ CASES = {
     "import offload_core, numpy as np; offload_core.set_backend('numpy'); "
     "from offload_core import In, kernel, offload\n"
     "@kernel\ndef k(x: In) -> None: pass\noffload(k, np.ones(3))": ("textual", "libcst", "linter", "profiler", "cupy"),
+    "import offload_core.suite": ("textual", "libcst", "linter", "profiler", "cupy"),
+    "import offload_core.suite.cli": ("textual", "libcst", "linter", "profiler", "cupy"),
+    "import offload_core; offload_core.set_backend('numpy')\n"
+    "from offload_core.suite import measure, run_suite, select\n"
+    "run_suite(['TRIAD', 'DOT'], size_factor=0.001, reps=2)\n"
+    "measure(select(['ADD']), size_factor=0.001, reps=1, passes=1)": ("textual", "libcst", "linter", "profiler", "cupy"),
     "import linter": ("textual", "profiler", "cupy"),
     "import profiler": ("textual", "libcst", "linter", "cupy"),
 }

@@ -1,0 +1,134 @@
+"""`offload-bench` (also `python -m offload_core.suite`): run the suite and print the table.
+
+Exit codes: 0 when every checksum agrees, 1 when a variant's checksum is
+outside its kernel's tolerance (the times are printed anyway, marked),
+2 for bad input (unknown kernel or variant, a size factor or count that is
+not positive, a backend that cannot be used, an unwritable --json path),
+reported in one line without a traceback. Progress goes to stderr, one
+line per timed pass, unless --quiet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import NoReturn, Sequence
+
+from ..errors import BackendError
+from ..settings import set_backend
+from .registry import BENCHMARKS, GROUPS, UnknownKernel, select
+from .report import table, to_json
+from .runner import command_line, measure
+from .variants import VARIANTS
+
+PROG = "offload-bench"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, no usage dump
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}") from None
+    if not (value > 0 and value < float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+def _names(values: Sequence[str] | None) -> list[str]:
+    return [n for v in (values or []) for n in v.split(",") if n.strip()]
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog=PROG,
+        description="RAJAPerf kernels three ways: hand-written baseline (NumPy, or CuPy on a GPU), "
+        "offload_core batched (one region) and naive (copies on every launch).",
+        epilog=f"kernels: {', '.join(b.name for b in BENCHMARKS)}; groups: {', '.join(GROUPS)}, all. "
+        "Exit 0: all checksums agree; 1: a checksum disagrees; 2: bad input.",
+    )
+    p.add_argument("--kernels", nargs="+", metavar="NAME", help="kernels or groups to run (default: all)")
+    p.add_argument("--variants", nargs="+", metavar="VARIANT",
+                   help=f"variants to run, from {', '.join(VARIANTS)} (default: all three)")
+    p.add_argument("--size-factor", type=_positive_float, default=1.0, metavar="F",
+                   help="scale RAJAPerf's default problem sizes by F (default: 1)")
+    p.add_argument("--reps", type=_positive_int, metavar="N",
+                   help="reps of every kernel's rep loop (default: RAJAPerf's per kernel)")
+    p.add_argument("--passes", type=_positive_int, default=3, metavar="P",
+                   help="timed passes per variant; the median is reported (default: 3)")
+    p.add_argument("--backend", choices=("auto", "numpy", "cupy"),
+                   help="offload_core backend (default: OFFLOAD_BACKEND or auto)")
+    p.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
+    p.add_argument("--list", action="store_true", help="list the kernels with their RAJAPerf defaults and exit")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    return p
+
+
+def _listing() -> str:
+    lines = [f"{'kernel':<10} {'group':<10} {'size':>9} {'reps':>5} {'tolerance':<9} summary"]
+    for b in BENCHMARKS:
+        lines.append(f"{b.name:<10} {b.group:<10} {b.default_size:>9} {b.default_reps:>5} {b.tolerance:<9} {b.summary}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = parser()
+    args = p.parse_args(argv)
+    if args.list:
+        print(_listing())
+        return 0
+    try:
+        benchmarks = select(_names(args.kernels))
+    except UnknownKernel as exc:
+        p.error(str(exc))
+    variants = _names(args.variants) or list(VARIANTS)
+    bad = [v for v in variants if v not in VARIANTS]
+    if bad:
+        p.error(f"unknown variant {bad[0]!r}; choose from {', '.join(VARIANTS)}")
+    if args.json:
+        folder = os.path.dirname(os.path.abspath(args.json))
+        if not os.path.isdir(folder) or not os.access(folder, os.W_OK) or os.path.isdir(args.json):
+            p.error(f"cannot write --json {args.json!r}: {folder!r} is not a writable folder")
+    try:
+        if args.backend:
+            set_backend(args.backend)
+        progress = None if args.quiet else (lambda line: print(f"{PROG}: {line}", file=sys.stderr, flush=True))
+        if progress:
+            progress(f"{len(benchmarks)} kernel(s) x {len(variants)} variant(s), size factor {args.size_factor:g}, "
+                     f"{args.passes} pass(es) each")
+        result = measure(benchmarks, variants, args.size_factor, args.reps, args.passes, progress)
+    except (BackendError, ValueError) as exc:
+        p.error(str(exc))
+    except MemoryError as exc:
+        p.error(f"out of memory at size factor {args.size_factor:g} ({exc}); try a smaller --size-factor")
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    print(table(result))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump(to_json(result, command_line()), fh, indent=2)
+            fh.write("\n")
+        if not args.quiet:
+            print(f"{PROG}: wrote {args.json}", file=sys.stderr)
+    if not all(k.checksums_agree for k in result.kernels):
+        print(f"{PROG}: checksums disagree for "
+              f"{', '.join(k.name for k in result.kernels if not k.checksums_agree)}", file=sys.stderr)
+        return 1
+    return 0

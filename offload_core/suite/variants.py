@@ -1,0 +1,93 @@
+"""The three ways the suite runs a problem: hand-written baseline, offload batched, offload naive.
+
+All three walk the same `Step`s with the same kernels; only the data
+movement differs, which is the point of the comparison:
+
+* **baseline**: hand-written code with explicit copies done once. On the
+  NumPy backend that is plain NumPy: the kernels' NumPy bodies called
+  directly on the host arrays, no offload_core at all. On the CuPy backend
+  it is hand-written CuPy (`cupy_baseline.py`): the same CUDA source
+  through `cupy.RawKernel`, `cp.asarray` once before the reps and `.get()`
+  once after, the analog of RAJAPerf's Base_CUDA variant.
+* **batched**: `offload()` launches inside one `region` that maps every
+  array for the whole rep loop, by its ownership (In, Out or read-write).
+* **naive**: the same code run with `set_mode("naive")`, so the region
+  maps nothing and every launch copies its arguments in and its results
+  back.
+
+As in RAJAPerf, the timed part is the rep loop; the one-time copies of the
+baseline and of the batched region (entry and exit) are outside it and
+reported separately as part of the total. The naive variant's copies are
+inside its launches, hence inside the loop: that is the cost it shows.
+
+The `offload()` calls below are the call sites the profiler attributes the
+suite's events to (`offload_core.events.callsite` does not skip this
+package).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ..annotations import Access, In, MapRequest, Out
+from ..launch import offload
+from ..region import region
+from .spec import Problem
+from .timing import Clock
+
+VARIANTS = ("baseline", "batched", "naive")
+
+
+@dataclass(frozen=True)
+class Pass:
+    """One timed run of a problem."""
+
+    loop_s: float
+    total_s: float
+
+
+def map_request(array: Any, access: Access) -> Any:
+    """How a region maps an array the problem uses this way."""
+    if access is Access.IN:
+        return In(array)
+    if access is Access.OUT:
+        return Out(array)
+    return array
+
+
+def host_baseline(problem: Problem, reps: int, clock: Clock) -> Pass:
+    """Plain NumPy on the host arrays: the kernels' NumPy bodies, no offload_core."""
+    calls = [(step.kernel.cpu, step.bind(problem.arrays)) for step in problem.steps]
+    t0 = time.perf_counter()
+    clock.start()
+    for _ in range(reps):
+        for body, args in calls:
+            body(*args)  # type: ignore[misc]
+    loop = clock.stop()
+    return Pass(loop, time.perf_counter() - t0)
+
+
+def offload_variant(problem: Problem, reps: int, clock: Clock) -> Pass:
+    """offload() launches inside one region; the current mode decides batched or naive."""
+    requests: list[Any | MapRequest] = [map_request(problem.arrays[n], a) for n, a in problem.access.items()]
+    calls = [(step.kernel, step.bind(problem.arrays)) for step in problem.steps]
+    t0 = time.perf_counter()
+    with region(*requests):
+        clock.start()
+        for _ in range(reps):
+            for kernel, args in calls:
+                offload(kernel, *args)
+        loop = clock.stop()
+    return Pass(loop, time.perf_counter() - t0)
+
+
+def run_once(problem: Problem, reps: int) -> None:
+    """The offload variant without a clock: what `run_suite` traces."""
+    requests = [map_request(problem.arrays[n], a) for n, a in problem.access.items()]
+    calls = [(step.kernel, step.bind(problem.arrays)) for step in problem.steps]
+    with region(*requests):
+        for _ in range(reps):
+            for kernel, args in calls:
+                offload(kernel, *args)

@@ -1,0 +1,126 @@
+"""offload-bench through real subprocesses: the table, --json, progress, and exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from offload_core.suite import NAMES
+
+ROOT = Path(__file__).resolve().parents[2]
+SMALL = ["--size-factor", "0.002", "--reps", "2", "--passes", "1"]
+
+
+def bench(*args: str, module: bool = True, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OFFLOAD_")}
+    env["OFFLOAD_BACKEND"] = "numpy"
+    if module:
+        cmd = [sys.executable, "-m", "offload_core.suite", *args]
+    else:
+        cmd = [str(Path(sys.executable).parent / "offload-bench"), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=env, timeout=600)
+
+
+def test_whole_suite_prints_one_row_per_kernel_and_writes_the_json(tmp_path: Path) -> None:
+    out = tmp_path / "results.json"
+    proc = bench(*SMALL, "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].split()[:6] == ["kernel", "size", "reps", "baseline", "ms", "batched"]
+    rows = {line.split()[0]: line.split() for line in lines[2:2 + len(NAMES)]}
+    assert list(rows) == list(NAMES)
+    assert all(row[-1] == "yes" for row in rows.values())
+    assert rows["TRIAD"][1:3] == ["2000", "2"]
+    assert "peak (measured copy)" in proc.stdout and "batched/baseline geomean" in proc.stdout
+
+    data = json.loads(out.read_text())
+    assert [k["kernel"] for k in data["kernels"]] == list(NAMES)
+    for k in data["kernels"]:
+        assert set(k["variants"]) == {"baseline", "batched", "naive"}
+        assert k["checksums_agree"] is True
+        for v in k["variants"].values():
+            assert v["time_s"] > 0 and len(v["times_s"]) == 1
+            assert v["checksum"] == pytest.approx(float(v["checksum_exact"]))
+    assert {"date", "device", "backend", "versions", "command", "peak_bandwidth_gbs", "size_factor", "reps",
+            "passes", "summary"} <= set(data)
+    assert data["backend"] == "numpy" and data["size_factor"] == 0.002 and data["reps"] == 2
+    assert data["command"].startswith("python -m offload_core.suite --size-factor 0.002")
+    triad = next(k for k in data["kernels"] if k["kernel"] == "TRIAD")
+    assert triad["variants"]["naive"]["transfers"] == {"h2d": 4, "h2d_bytes": 4 * 8 * 2000, "d2h": 2,
+                                                      "d2h_bytes": 2 * 8 * 2000, "launches": 2}
+    assert triad["variants"]["baseline"]["transfers"]["h2d"] == 0  # plain NumPy copies nothing
+    assert data["summary"]["all_checksums_agree"] is True
+
+
+def test_console_script_selects_kernels_and_variants_and_reports_progress() -> None:
+    proc = bench("--kernels", "stream", "daxpy", "--variants", "baseline,naive", *SMALL, module=False)
+    assert proc.returncode == 0, proc.stderr
+    names = [line.split()[0] for line in proc.stdout.splitlines()[2:8]]
+    assert names == ["ADD", "COPY", "DOT", "MUL", "TRIAD", "DAXPY"]
+    triad = next(line.split() for line in proc.stdout.splitlines() if line.startswith("TRIAD"))
+    assert triad[4] == "-" and triad[6] == "-"  # no batched column, so no ratios
+    progress = proc.stderr.splitlines()
+    assert progress and all(line.startswith("offload-bench: ") for line in progress)
+    assert any("TRIAD naive: pass 1/1" in line for line in progress)
+
+
+def test_quiet_prints_nothing_on_stderr_and_list_shows_defaults() -> None:
+    proc = bench("--kernels", "COPY", *SMALL, "-q")
+    assert proc.returncode == 0 and proc.stderr == ""
+    listing = bench("--list")
+    assert listing.returncode == 0
+    rows = {line.split()[0]: line.split() for line in listing.stdout.splitlines()[1:]}
+    assert list(rows) == list(NAMES)
+    assert rows["TRIAD"][1:5] == ["Stream", "1000000", "1000", "tight"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--kernels", "TRIADD"], "unknown kernel 'TRIADD'"),
+    (["--size-factor", "0"], "--size-factor: must be a positive number, got '0'"),
+    (["--size-factor", "-2"], "must be a positive number"),
+    (["--size-factor", "lots"], "must be a positive number, got 'lots'"),
+    (["--size-factor", "nan"], "must be a positive number"),
+    (["--reps", "0"], "--reps: must be a positive integer"),
+    (["--passes", "two"], "--passes: must be a positive integer"),
+    (["--variants", "fast"], "unknown variant 'fast'"),
+    (["--json", "/no/such/folder/r.json"], "cannot write --json"),
+    (["--frobnicate"], "unrecognized arguments"),
+])
+def test_bad_input_fails_with_one_line_and_exit_2(args: list[str], message: str) -> None:
+    proc = bench(*args)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith("offload-bench: error: ") and message in proc.stderr
+
+
+def test_an_unusable_backend_is_bad_input() -> None:
+    proc = bench("--backend", "cupy", "--kernels", "ADD", *SMALL)
+    if proc.returncode == 0:
+        pytest.skip("CuPy and a GPU are present")
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert "CuPy" in proc.stderr
+
+
+def test_checksum_disagreement_exits_1(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import offload_core.suite.runner as runner
+    from offload_core.suite.cli import main
+
+    real = runner.offload_variant
+
+    def wrong(problem, reps, clock):  # type: ignore[no-untyped-def]
+        done = real(problem, reps, clock)
+        problem.arrays["c"][:] = 0.0
+        return done
+
+    monkeypatch.setattr(runner, "offload_variant", wrong)
+    assert main(["--kernels", "ADD", "COPY", "--variants", "baseline", "batched", *SMALL, "-q"]) == 1
+    captured = capsys.readouterr()
+    rows = {line.split()[0]: line for line in captured.out.splitlines() if line.startswith(("ADD", "COPY"))}
+    assert "NO (" in rows["ADD"] and "NO (" in rows["COPY"]
+    assert captured.err.strip() == "offload-bench: checksums disagree for ADD, COPY"
