@@ -55,9 +55,15 @@ def _local_names(frame: Any, arrays: list[np.ndarray[Any, Any]]) -> list[str]:
 
 
 class region:  # noqa: N801 - a context manager used like a keyword, as contextlib's are
-    """Map arrays to the device for the duration of a `with` block."""
+    """Map arrays to the device for the duration of a `with` block.
 
-    def __init__(self, *arrays: np.ndarray[Any, Any] | MapRequest, check: bool | None = None) -> None:
+    Arrays are named in messages and events after the caller's variables;
+    `names=` overrides that (useful when the arrays live in a container).
+    """
+
+    def __init__(
+        self, *arrays: np.ndarray[Any, Any] | MapRequest, check: bool | None = None, names: Sequence[str] | None = None
+    ) -> None:
         requests: list[tuple[np.ndarray[Any, Any], Access]] = []
         for pos, item in enumerate(arrays):
             if isinstance(item, MapRequest):
@@ -71,7 +77,13 @@ class region:  # noqa: N801 - a context manager used like a keyword, as contextl
             if requests[-1][0].dtype.hasobject:
                 raise TypeError(f"region() argument {pos + 1}: object arrays cannot be copied to a device")
         self._requests = requests
-        self._names = _local_names(sys._getframe(1), [a for a, _ in requests])
+        if names is not None:
+            names = list(names)
+            if len(names) != len(requests) or not all(isinstance(n, str) and n for n in names):
+                raise TypeError(f"region(names=...) takes one non-empty string per array ({len(requests)})")
+            self._names = names
+        else:
+            self._names = _local_names(sys._getframe(1), [a for a, _ in requests])
         self.check = check_default() if check is None else bool(check)
         self.id: int | None = None
         self._backend: Backend | None = None

@@ -74,6 +74,8 @@ def parser() -> argparse.ArgumentParser:
                    help="timed passes per variant; the median is reported (default: 3)")
     p.add_argument("--backend", choices=("auto", "numpy", "cupy"),
                    help="offload_core backend (default: OFFLOAD_BACKEND or auto)")
+    p.add_argument("--graphs", choices=("auto", "on", "off"), default="auto",
+                   help="capture the batched rep loop as a device graph (r.capture()); auto: on a GPU (default: auto)")
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
     p.add_argument("--list", action="store_true", help="list the kernels with their RAJAPerf defaults and exit")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
@@ -112,7 +114,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if progress:
             progress(f"{len(benchmarks)} kernel(s) x {len(variants)} variant(s), size factor {args.size_factor:g}, "
                      f"{args.passes} pass(es) each")
-        result = measure(benchmarks, variants, args.size_factor, args.reps, args.passes, progress)
+        graphs = None if args.graphs == "auto" else args.graphs == "on"
+        result = measure(benchmarks, variants, args.size_factor, args.reps, args.passes, progress, graphs)
     except (BackendError, ValueError) as exc:
         p.error(str(exc))
     except MemoryError as exc:

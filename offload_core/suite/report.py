@@ -66,7 +66,8 @@ def table(result: SuiteResult) -> str:
     out += [line(r) for r in rows]
     out.append("")
     out.append(f"backend {env.backend}: {env.device}; peak (measured copy) {peak / 1e9:.1f} GB/s; "
-               f"size factor {result.size_factor:g}; median of {result.passes} pass(es)")
+               f"size factor {result.size_factor:g}; median of {result.passes} pass(es)"
+               f"{'; batched rep loop replayed as captured graphs' if result.graphs else ''}")
     summary = summarise(result)
     parts = []
     if summary["geomean_batched_over_baseline"] is not None:
@@ -142,6 +143,7 @@ def to_json(result: SuiteResult, command: str) -> dict[str, Any]:
         "size_factor": result.size_factor,
         "reps": result.reps,
         "passes": result.passes,
+        "graphs": result.graphs,
         "reference": REFERENCE,
         "summary": summarise(result),
         "kernels": kernels,

@@ -124,6 +124,8 @@ class SuiteResult:
     reps: int | None
     passes: int
     kernels: tuple[KernelResult, ...] = field(default=())
+    #: whether the batched variant replayed its rep loop as a captured device graph
+    graphs: bool = False
 
 
 def _on_gpu(be: Backend) -> bool:
@@ -181,13 +183,15 @@ def _baseline_transfers(problem: Problem, reps: int, gpu: bool) -> Transfers:
 class Runner:
     """Runs benchmarks on the active backend and collects `KernelResult`s."""
 
-    def __init__(self, passes: int = 3, progress: Progress | None = None) -> None:
+    def __init__(self, passes: int = 3, progress: Progress | None = None, graphs: bool | None = None) -> None:
         if passes < 1:
             raise ValueError("passes must be at least 1")
         self.passes = passes
         self.progress = progress or (lambda line: None)
         self.backend = get_backend()
         self.gpu = _on_gpu(self.backend)
+        #: capture the batched rep loop as a device graph (default: on a GPU)
+        self.graphs = self.gpu if graphs is None else graphs
 
     def _clock(self, variant: str) -> Clock:
         if self.gpu:
@@ -204,7 +208,7 @@ class Runner:
 
                 return cupy_baseline(problem, reps, clock)
             return host_baseline(problem, reps, clock)
-        return offload_variant(problem, reps, clock)
+        return offload_variant(problem, reps, clock, graphs=self.graphs)
 
     def _variant(self, bench: Benchmark, variant: str, size_factor: float, reps: int) -> VariantResult:
         if variant == "baseline":
@@ -248,12 +252,13 @@ class Runner:
 
 
 def measure(benchmarks: Iterable[Benchmark], variants: Sequence[str] = VARIANTS, size_factor: float = 1.0,
-            reps: int | None = None, passes: int = 3, progress: Progress | None = None) -> SuiteResult:
+            reps: int | None = None, passes: int = 3, progress: Progress | None = None,
+            graphs: bool | None = None) -> SuiteResult:
     """Time every benchmark in every variant on the active backend."""
-    runner = Runner(passes, progress)
+    runner = Runner(passes, progress, graphs)
     env = environment(runner.backend)
     results = tuple(runner.kernel(b, variants, size_factor, reps) for b in benchmarks)
-    return SuiteResult(env, size_factor, reps, passes, results)
+    return SuiteResult(env, size_factor, reps, passes, results, runner.graphs)
 
 
 @dataclass(frozen=True)

@@ -417,3 +417,12 @@ def test_planned_launches_are_still_observed(rec: Recorder) -> None:
             offload(daxpy, y, x, 1.0)
     assert rec.count("launch") == 5
     assert [e.launch for e in rec.of("launch")] == sorted(e.launch for e in rec.of("launch"))
+
+
+def test_region_names_override_the_variable_names(rec: Recorder) -> None:
+    arrays = {"u": np.zeros(N)}
+    with region(*arrays.values(), names=["u"]):
+        pass
+    assert rec.of("h2d")[0].param == "u"
+    with pytest.raises(TypeError, match="region\\(names=...\\) takes one non-empty string per array \\(1\\)"):
+        region(np.zeros(2), names=["a", "b"])
