@@ -113,7 +113,7 @@ def test_checksum_disagreement_exits_1(monkeypatch: pytest.MonkeyPatch, capsys: 
 
     real = runner.offload_variant
 
-    def wrong(problem, reps, clock):  # type: ignore[no-untyped-def]
+    def wrong(problem, reps, clock, graphs=False):  # type: ignore[no-untyped-def]
         done = real(problem, reps, clock)
         problem.arrays["c"][:] = 0.0
         return done

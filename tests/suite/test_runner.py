@@ -45,7 +45,7 @@ def test_a_wrong_result_is_reported_as_disagreeing(monkeypatch: pytest.MonkeyPat
 
     real = runner.offload_variant
 
-    def off_by_a_little(problem, reps, clock):  # type: ignore[no-untyped-def]
+    def off_by_a_little(problem, reps, clock, graphs=False):  # type: ignore[no-untyped-def]
         done = real(problem, reps, clock)
         problem.arrays["a"][0] += 1e-6
         return done
