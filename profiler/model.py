@@ -226,7 +226,7 @@ class Run:
         payload = json.dumps(self.to_json(), separators=(",", ":"), allow_nan=False).encode()
         if target.suffix == ".gz":
             payload = gzip.compress(payload, compresslevel=6)
-        _atomic_write(target, payload)
+        write_atomically(target, payload)
         return target
 
     @classmethod
@@ -396,7 +396,7 @@ def link_from_dict(data: dict[str, Any]) -> Link:
     return Link(**values)
 
 
-def _atomic_write(target: Path, payload: bytes) -> None:
+def write_atomically(target: Path, payload: bytes) -> None:
     # A trace is written after the program under test has run: an interrupted
     # write must leave the previous file (or none), never a truncated one.
     directory = target.parent if str(target.parent) else Path(".")
@@ -411,3 +411,20 @@ def _atomic_write(target: Path, payload: bytes) -> None:
         except OSError:
             pass
         raise
+
+
+def relative_file(file: str, cwd: str) -> str:
+    """`file` relative to `cwd` with `/` separators when it lies inside it, else unchanged.
+
+    Reports print sites this way, and the gate keys them this way, so that
+    a baseline recorded in one checkout matches a run in another.
+    """
+    if not cwd or not os.path.isabs(file):
+        return file.replace(os.sep, "/")
+    try:
+        rel = os.path.relpath(file, cwd)
+    except ValueError:  # another drive on Windows
+        return file
+    if rel.startswith(".."):
+        return file.replace(os.sep, "/")
+    return rel.replace(os.sep, "/")
