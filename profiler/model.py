@@ -259,7 +259,9 @@ def read_json_document(path: str | os.PathLike[str], what: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        if exc.pos >= len(text.rstrip()):
+        # An unterminated string runs to the end of the input; any other error
+        # at the very end means the document stopped before it was complete.
+        if exc.msg.startswith("Unterminated string") or exc.pos >= len(text.rstrip()):
             raise TraceError(f"{name}: truncated: the JSON document ends before it is complete "
                              f"({len(raw)} bytes read)") from None
         raise TraceError(f"{name}: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None

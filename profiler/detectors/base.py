@@ -161,16 +161,13 @@ class Context:
 
 def lost_text(lost: int | None, modelled: int | None, link: Link | None) -> str:
     """`3.1 ms lost (41 ms modelled on pcie5-x16)`, saying which figure is which."""
-    parts = []
+    if lost is not None and modelled is not None and link is not None:
+        return f"{fmt_ns(lost)} lost ({fmt_ns(modelled)} modelled on {link.name})"
     if lost is not None:
-        parts.append(f"{fmt_ns(lost)} lost")
+        return f"{fmt_ns(lost)} lost"
     if modelled is not None and link is not None:
-        parts.append(f"{fmt_ns(modelled)} modelled on {link.name}")
-    if not parts:
-        return "time lost not measurable on this backend"
-    if len(parts) == 2:
-        return f"{parts[0]} ({parts[1]})"
-    return parts[0]
+        return f"{fmt_ns(modelled)} lost, modelled on {link.name} (not measurable on this backend)"
+    return "time lost not measurable on this backend"
 
 
 def names(params: Iterable[str | None]) -> str:
