@@ -127,18 +127,15 @@ def _limits(marker: pytest.Mark) -> dict[str, int]:
     from .units import parse_size
 
     if marker.args:
-        raise pytest.UsageError("transfer_budget takes keyword limits only, e.g. transfer_budget(h2d=2, d2h=1)")
+        raise ValueError("transfer_budget takes keyword limits only, e.g. transfer_budget(h2d=2, d2h=1)")
     unknown = sorted(set(marker.kwargs) - set(LIMITS))
     if unknown:
-        raise pytest.UsageError(f"transfer_budget: unknown limit(s) {', '.join(unknown)}; use {', '.join(LIMITS)}")
+        raise ValueError(f"transfer_budget: unknown limit(s) {', '.join(unknown)}; use {', '.join(LIMITS)}")
     out = {}
     for key, value in marker.kwargs.items():
         if value is None:
             continue
-        try:
-            out[key] = parse_size(value, f"transfer_budget {key}") if key.endswith("_bytes") else _count(key, value)
-        except ValueError as exc:
-            raise pytest.UsageError(str(exc)) from None
+        out[key] = parse_size(value, f"transfer_budget {key}") if key.endswith("_bytes") else _count(key, value)
     return out
 
 
@@ -179,7 +176,10 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     marker = item.get_closest_marker("transfer_budget")
     if marker is None:
         return (yield)
-    limits = _limits(marker)
+    try:
+        limits = _limits(marker)
+    except ValueError as exc:  # a misspelt limit fails its test, with the message and no traceback
+        pytest.fail(str(exc), pytrace=False)
     spec = "transfer_budget(" + ", ".join(f"{k}={v!r}" for k, v in marker.kwargs.items()) + ")"
     t = Transfers().start()
     try:
