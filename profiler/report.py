@@ -62,13 +62,14 @@ def link_note(link: Link | None, run: Run) -> list[str]:
             f"the {link.name} link ({link.source or 'profile'})"]
 
 
-def totals_lines(t: Totals, modelled: bool, label: str = "") -> list[str]:
+def totals_lines(t: Totals, modelled: bool, label: str = "", sync_modelled: bool = True) -> list[str]:
     head = ["", "count", "bytes", "measured"] + ([f"modelled{label}"] if modelled else [])
     rows = [
         ["H2D copies", *_flow_cells(t.h2d, modelled)],
         ["D2H copies", *_flow_cells(t.d2h, modelled)],
         ["launches", str(t.launches.count), "-", fmt_ns(t.launches.ns)] + ([fmt_ns(t.launches.modelled_ns)] if modelled else []),
-        ["syncs", str(t.syncs.count), "-", fmt_ns(t.syncs.ns)] + ([fmt_ns(t.syncs.modelled_ns)] if modelled else []),
+        ["syncs", str(t.syncs.count), "-", fmt_ns(t.syncs.ns)]
+        + ([fmt_ns(t.syncs.modelled_ns) if sync_modelled else "-"] if modelled else []),
         ["allocations", str(t.allocs.count), fmt_bytes(t.allocs.nbytes) if t.allocs.nbytes else "-", fmt_ns(t.allocs.ns)]
         + (["-"] if modelled else []),
     ]
@@ -116,7 +117,8 @@ def render_report(run: Run, findings: Sequence[Finding], *, path: str, link: Lin
     lines.append(f"wall     {fmt_ns(t.wall_ns)}; copies {fmt_ns(t.copies.ns)}{share}; "
                  f"{t.launches.count} launches in {t.regions} region(s)")
     lines += link_note(link, run)
-    lines += ["", "totals", *totals_lines(t, modelled, f" ({link.name})" if link else "")]
+    lines += ["", "totals", *totals_lines(t, modelled, f" ({link.name})" if link else "",
+                                          link is not None and link.sync_us is not None)]
     lines += ["", "top call sites by copy time", *sites_lines(by_site(run, link), run.meta.cwd, top, modelled)]
     lines += ["", f"findings ({len(findings)})", *findings_lines(run, findings)]
     return "\n".join(lines) + "\n"
