@@ -42,8 +42,10 @@ class Transfers:
         from .recorder import Recorder
 
         self._recorder: Recorder = Recorder(fingerprints=fingerprints)
+        self._final: Run | None = None
 
     def start(self) -> Transfers:
+        self._final = None
         self._recorder.start()
         return self
 
@@ -58,8 +60,12 @@ class Transfers:
 
     @property
     def run(self) -> Run:
-        """The recording as a `profiler.model.Run`."""
-        return self._recorder.run(argv=("pytest",))
+        """The recording as a `profiler.model.Run` (built once the recording has stopped)."""
+        if self._recorder.active:
+            return self._recorder.run(argv=("pytest",))
+        if self._final is None:
+            self._final = self._recorder.run(argv=("pytest",))
+        return self._final
 
     def _flow(self, kind: str) -> Flow:
         from .summary import flow_of

@@ -67,6 +67,13 @@ class Recorder:
         unsubscribe, self._unsubscribe = self._unsubscribe, None
         unsubscribe()
         self._t1 = time.perf_counter_ns()
+        # A program may pick its backend itself (set_backend at its start): the
+        # metadata names the backend the work ended on.
+        try:
+            be = get_backend()
+        except Exception:  # a backend the program broke must not lose the trace
+            return
+        self._backend = (be.name, be.device)
 
     def __enter__(self) -> Recorder:
         return self.start()

@@ -11,6 +11,7 @@ without fingerprints; `needs_fingerprints` names them so reports can say so.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any, Callable, Iterable, Mapping
 
 from offload_core.catalog import Catalog, load_catalog
@@ -39,14 +40,10 @@ needs_fingerprints = ("OFF502", "OFF503")
 
 __all__ = ["Finding", "ORDER", "RULES", "detect", "needs_fingerprints"]
 
-_CATALOG: Catalog | None = None
-
-
+@cache
 def _catalog() -> Catalog:
-    global _CATALOG  # the catalog is immutable data; load it once per process
-    if _CATALOG is None:
-        _CATALOG = load_catalog()
-    return _CATALOG
+    """The shipped catalog, read once per process (it is immutable data)."""
+    return load_catalog()
 
 
 def detect(

@@ -120,3 +120,15 @@ def test_a_region_in_naive_mode_records_per_launch_copies() -> None:
     assert sum(1 for r in run.copies() if r.kind == "h2d") == 8
     assert sum(1 for r in run.copies() if r.kind == "d2h") == 4
     assert {r.mode for r in run.records} == {"naive"}
+
+
+def test_metadata_names_the_backend_the_program_chose() -> None:
+    from offload_core.backends import NumpyBackend
+
+    class Labelled(NumpyBackend):
+        name = "labelled"
+
+    with Recorder() as rec:
+        offload_core.set_backend(Labelled())
+        offload(fill, np.zeros(4), 1.0)
+    assert rec.run().meta.backend == "labelled"
