@@ -29,7 +29,15 @@ CASES = {
     "run_suite(['TRIAD', 'DOT'], size_factor=0.001, reps=2)\n"
     "measure(select(['ADD']), size_factor=0.001, reps=1, passes=1)": ("textual", "libcst", "linter", "profiler", "cupy"),
     "import linter": ("textual", "profiler", "cupy"),
-    "import profiler": ("textual", "libcst", "linter", "cupy"),
+    "import profiler": ("textual", "libcst", "linter", "cupy", "offload_core"),
+    "import profiler.cli": ("textual", "libcst", "linter", "cupy"),
+    "import profiler.pytest_plugin": ("textual", "libcst", "linter", "cupy", "offload_core", "numpy"),
+    # a trace loads, summarises, exports and gates without offload_core (e.g. on a machine that only reads traces)
+    "import profiler.model, profiler.summary, profiler.chrome, profiler.gate": (
+        "textual", "libcst", "linter", "cupy", "offload_core"),
+    "from profiler.cli import build_parser; build_parser()": ("textual", "libcst", "linter", "cupy"),
+    "from profiler.recorder import Recorder; from profiler.detectors import detect; "
+    "from profiler import calibrate, runner, link, baseline, budget": ("textual", "libcst", "linter", "cupy"),
 }
 
 

@@ -1,0 +1,67 @@
+"""Chrome Trace Event export: valid structure, µs timestamps, one track per kind of work."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from profiler.chrome import TRACKS, to_chrome
+from profiler.model import Run
+
+from .kit import PROGRAMS, ROOT, prof, record
+
+
+def test_export_cli_writes_perfetto_json(tmp_path: Path) -> None:
+    proc = prof("run", "--mode", "both", "-o", str(tmp_path / "h.json"), "--", str(PROGRAMS / "heat.py"), "256", "2", cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    out = tmp_path / "both.chrome.json"
+    proc = prof("export", "--chrome", str(tmp_path / "h.naive.json"), str(tmp_path / "h.batched.json"), "-o", str(out), cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert f"wrote {out} (2 run(s))" in proc.stderr
+    doc = json.loads(out.read_text())
+    events = doc["traceEvents"]
+    assert {e["pid"] for e in events} == {1, 2}
+    names = {(e["pid"], e["args"]["name"]) for e in events if e["name"] == "process_name"}
+    assert any("naive" in n for _, n in names) and any("batched" in n for _, n in names)
+    for e in events:
+        assert e["ph"] in ("M", "X", "C")
+        if e["ph"] == "X":
+            assert isinstance(e["ts"], float) and e["dur"] >= 0 and e["tid"] in {t for t, _ in TRACKS.values()}
+    naive = Run.load(tmp_path / "h.naive.json")
+    h2d = [e for e in events if e["ph"] == "X" and e["pid"] == 1 and e["tid"] == TRACKS["h2d"][0]]
+    assert len(h2d) == sum(r.kind == "h2d" for r in naive.records)
+    first = next(r for r in naive.records if r.kind == "h2d")
+    assert h2d[0]["ts"] == first.start_ns / 1000 and h2d[0]["dur"] == first.duration_ns / 1000
+    assert h2d[0]["args"]["bytes"] == first.nbytes and h2d[0]["args"]["site"].startswith("tests/profiler/programs/heat.py:")
+
+
+def test_default_output_name(tmp_path: Path) -> None:
+    assert prof("run", "-o", str(tmp_path / "t.json"), "--", str(PROGRAMS / "heat.py"), "64", "1", cwd=ROOT).returncode == 0
+    assert prof("export", "--chrome", str(tmp_path / "t.json"), cwd=ROOT).returncode == 0
+    assert json.loads((tmp_path / "t.chrome.json").read_text())["traceEvents"]
+    assert prof("export", str(tmp_path / "t.json"), cwd=ROOT).returncode == 2, "--chrome is the format to ask for"
+
+
+def test_tracks_and_nested_regions(tmp_path: Path) -> None:
+    run = record("""\
+        import numpy as np
+        from offload_core import offload, region
+        from tests.offload_core.kit import scale
+
+        a = np.ones(100)
+        with region(a):
+            with region(a):
+                offload(scale, a, 2.0)
+            offload(scale, a, 2.0)
+    """, tmp_path)
+    doc = to_chrome([run])
+    threads = {e["tid"]: e["args"]["name"] for e in doc["traceEvents"] if e["name"] == "thread_name"}
+    assert threads == {tid: label for tid, label in TRACKS.values()}
+    regions = [e for e in doc["traceEvents"] if e.get("cat") == "region"]
+    assert len(regions) == 2
+    outer, inner = sorted(regions, key=lambda e: e["dur"], reverse=True)
+    assert outer["ts"] <= inner["ts"] and inner["ts"] + inner["dur"] <= outer["ts"] + outer["dur"], "regions nest"
+    launches = [e for e in doc["traceEvents"] if e.get("cat") == "launch"]
+    assert [e["name"] for e in launches] == ["scale", "scale"]
+    memory = [e["args"]["bytes"] for e in doc["traceEvents"] if e["ph"] == "C"]
+    assert memory == [800, 0], "the device-memory counter rises at the mapping and falls at its release"

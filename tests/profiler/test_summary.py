@@ -1,0 +1,81 @@
+"""Summaries are pure functions of a Run: totals, per direction, call site, kernel and launch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from profiler.model import Link
+from profiler.summary import Flow, by_direction, by_kernel, by_launch, by_site, flow_of, totals
+
+from .kit import record
+
+PROGRAM = """\
+import numpy as np
+from offload_core import offload, region
+from tests.offload_core.kit import daxpy, scale
+
+x = np.ones(1000)
+y = np.zeros(1000)
+for _ in range(3):
+    offload(daxpy, y, x, 1.0)
+with region(y):
+    offload(scale, y, 2.0)
+"""
+
+
+def test_totals_and_directions(tmp_path: Path) -> None:
+    run = record(PROGRAM, tmp_path)
+    t = totals(run)
+    assert (t.h2d.count, t.h2d.nbytes) == (7, 7 * 8000)  # 3 launches x (y, x) + the region's y
+    assert (t.d2h.count, t.d2h.nbytes) == (4, 4 * 8000)  # 3 launches + the region exit
+    assert (t.launches.count, t.syncs.count, t.regions) == (4, 4, 1)
+    assert t.copies == t.h2d + t.d2h and t.copies.count == 11
+    assert t.h2d.modelled_ns is None, "no link, nothing modelled"
+    assert 0 < t.copy_share < 1
+    assert by_direction(run) == {"h2d": t.h2d, "d2h": t.d2h}
+
+
+def test_modelled_costs_follow_the_link(tmp_path: Path) -> None:
+    run = record(PROGRAM, tmp_path)
+    link = Link("l", h2d_pageable_gbps=8.0, d2h_pageable_gbps=4.0, latency_us=10.0, sync_us=1.0)
+    t = totals(run, link)
+    assert t.h2d.modelled_ns == 7 * (10_000 + 1000)
+    assert t.d2h.modelled_ns == 4 * (10_000 + 2000)
+    assert t.syncs.modelled_ns == 4 * 1000
+
+
+def test_by_site(tmp_path: Path) -> None:
+    run = record(PROGRAM, tmp_path)
+    sites = {s.site.line: s for s in by_site(run) if s.site is not None}
+    assert set(sites) == {8, 9, 10}
+    assert (sites[8].h2d.count, sites[8].d2h.count, sites[8].launches, sites[8].syncs, sites[8].kernels) == (6, 3, 3, 3, ("daxpy",))
+    assert (sites[9].h2d.count, sites[9].d2h.count) == (1, 1), "the region's copies belong to its with line"
+    assert (sites[10].copies.count, sites[10].launches) == (0, 1)
+    ordered = [s.copies.ns for s in by_site(run)]
+    assert ordered == sorted(ordered, reverse=True)
+
+
+def test_by_kernel_counts_only_launch_copies(tmp_path: Path) -> None:
+    run = record(PROGRAM, tmp_path)
+    kernels = {k.kernel: k for k in by_kernel(run)}
+    assert kernels["daxpy"].launches.count == 3 and kernels["daxpy"].h2d.count == 6 and kernels["daxpy"].d2h.count == 3
+    assert kernels["daxpy"].syncs.count == 3
+    assert kernels["scale"].launches.count == 1 and kernels["scale"].h2d.count == 0
+
+
+def test_by_launch(tmp_path: Path) -> None:
+    run = record(PROGRAM, tmp_path)
+    launches = by_launch(run)
+    assert [l.kernel for l in launches] == ["daxpy", "daxpy", "daxpy", "scale"]
+    assert [l.index for l in launches] == sorted(l.index for l in launches)
+    first = launches[0]
+    assert (first.h2d.count, first.d2h.count, first.site.line, first.region) == (2, 1, 8, None)  # type: ignore[union-attr]
+    assert [run.records[i].kind for i in first.records] == ["alloc", "h2d", "alloc", "h2d", "launch", "d2h", "sync", "free", "free"]
+    assert launches[3].region is not None and launches[3].h2d.count == 0
+    assert first.total_ns == first.kernel_ns + first.h2d.ns + first.d2h.ns + first.sync_ns
+
+
+def test_flow_arithmetic() -> None:
+    assert Flow(1, 2, 3) + Flow(4, 5, 6) == Flow(5, 7, 9, None)
+    assert Flow(1, 2, 3, 10) + Flow(1, 1, 1) == Flow(2, 3, 4, 10)
+    assert flow_of([]) == Flow()
