@@ -18,6 +18,7 @@ someone subscribed.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from time import perf_counter_ns
 from typing import Any
 
 import numpy as np
@@ -26,7 +27,7 @@ from .annotations import Access
 from .backends.base import Backend, device_layout
 from .borrows import MOVES, MoveRecord, digest, fingerprint, may_overlap
 from .errors import AliasError, BorrowError, UseAfterMoveError
-from .events import BUS, Callsite, callsite
+from .events import BUS, Callsite, Event, callsite
 from .kernels import Kernel
 from .params import Param, cast_scalar
 from .residency import Mapping, byte_bounds, data_pointer
@@ -91,7 +92,7 @@ def offload(k: Kernel, /, *args: Any, **kwargs: Any) -> None:
     n = len(params)
     be = _S.backend or get_backend()
     present = be.present
-    if k.plans and not kwargs and len(args) == n and not BUS.subscribers:
+    if k.plans and not kwargs and len(args) == n:
         # The same resident arrays as a recent launch, and no mapping changed
         # since (any change drops the plans): only scalars and writability are new.
         for plan in k.plans:
@@ -165,6 +166,8 @@ def offload(k: Kernel, /, *args: Any, **kwargs: Any) -> None:
     BUS.launches = index + 1
     if subs:
         _run_traced(be, k, params, values, dev_args, mappings, arrays, index, callsite(2), get_mode())
+        if not temps and not kwargs and not k.owns:
+            _make_plan(k, present, values, dev_args, mappings)
     elif temps:
         _run_quiet(be, k, params, values, dev_args, mappings, arrays)
     else:  # every array is resident: no copy, no allocation, no sync
@@ -233,9 +236,16 @@ def _launch_planned(be: Backend, k: Kernel, plan: Plan, args: tuple[Any, ...]) -
             dev_args[i] = _F64(v)
         else:
             dev_args[i] = cast_scalar(p, v, f"kernel '{k.name}'")
-    BUS.launches += 1
+    index = BUS.launches
+    BUS.launches = index + 1
     try:
-        be.launch(k, dev_args)
+        if BUS.subscribers:
+            trace = _Trace(be, k.name, index, callsite(3), get_mode())
+            mark = trace.mark()
+            be.launch(k, dev_args)
+            trace.device("launch", mark)
+        else:
+            be.launch(k, dev_args)
     except BaseException as exc:
         for m in plan.dirty:
             m.poisoned = f"kernel '{k.name}' raised {type(exc).__name__} while it held the array mutably"
@@ -331,6 +341,46 @@ def _run_quiet(
                 be.free(dev_args[i])
 
 
+class _Trace:
+    """Builds the events of one traced launch with as little per-event work as possible.
+
+    The fields every event of the launch shares are fixed once; an event is
+    one positional `Event(...)` and one bus call. Host-timed intervals
+    (allocations, frees, syncs, and everything on a host-clocked backend)
+    are plain `perf_counter_ns` differences.
+    """
+
+    __slots__ = ("be", "kernel", "launch", "site", "mode", "region", "host_clock")
+
+    def __init__(self, be: Backend, kernel: str, launch: int, site: Callsite | None, mode: str) -> None:
+        self.be = be
+        self.kernel = kernel
+        self.launch = launch
+        self.site = site
+        self.mode = mode
+        regions = be.present.regions
+        self.region = regions[-1] if regions else None
+        self.host_clock = be.host_clock
+
+    def host(self, kind: str, start: int, nbytes: int = 0, pinned: bool = False, param: str | None = None,
+             array: int | None = None) -> None:
+        BUS.emit(Event(kind, nbytes, pinned, start, perf_counter_ns() - start, self.kernel, self.launch, param, array,
+                       self.site, self.mode, self.region, None))
+
+    def device(self, kind: str, mark: Any, nbytes: int = 0, pinned: bool = False, param: str | None = None,
+               array: int | None = None, fp: str | None = None) -> None:
+        if self.host_clock:
+            BUS.emit(Event(kind, nbytes, pinned, mark, perf_counter_ns() - mark, self.kernel, self.launch, param,
+                           array, self.site, self.mode, self.region, fp))
+        else:
+            BUS.emit_timed(self.be.since(mark), kind=kind, nbytes=nbytes, pinned=pinned, kernel=self.kernel,
+                           launch=self.launch, param=param, array=array, callsite=self.site, mode=self.mode,
+                           region=self.region, fingerprint=fp)
+
+    def mark(self) -> Any:
+        return perf_counter_ns() if self.host_clock else self.be.mark()
+
+
 def _run_traced(
     be: Backend,
     k: Kernel,
@@ -344,53 +394,48 @@ def _run_traced(
     mode: str,
 ) -> None:
     """`_run_quiet` with one event per operation; kept separate so the quiet path stays lean."""
-    region = be.present.regions[-1] if be.present.regions else None
-    common = {"kernel": k.name, "launch": index, "callsite": site, "mode": mode, "region": region}
-    temps: list[int] = []
+    trace = _Trace(be, k.name, index, site, mode)
+    temps: list[tuple[int, int, bool]] = []  # (param index, host address, pinned)
     launched = False
-
-    def copy_event(kind: str, i: int, mark: Any, host: bool = False) -> None:
-        v = values[i]
-        timing = be.host_since(mark) if host else be.since(mark)
-        fp = None
-        if BUS.fingerprinting and kind in ("h2d", "d2h"):
-            if kind == "d2h":
-                be.synchronize()  # the host bytes are final only once the copy has landed
-            fp = fingerprint(v)
-        BUS.emit_timed(
-            timing, kind=kind, nbytes=v.nbytes, pinned=be.is_pinned(v),
-            param=params[i].name, array=data_pointer(v), fingerprint=fp, **common,
-        )
-
+    fingerprints = bool(BUS.fingerprinting)
     try:
         for i in arrays:
             if mappings[i] is not None or dev_args[i] is not None:
                 continue
             v = values[i]
-            mark = be.host_mark()
+            name = params[i].name
+            start = perf_counter_ns()
             dev = be.empty(v.shape, v.dtype, device_layout(v))
             dev_args[i] = dev
-            temps.append(i)
-            copy_event("alloc", i, mark, host=True)
+            ptr = data_pointer(v)
+            temps.append((i, ptr, False))
+            trace.host("alloc", start, v.nbytes, False, name, ptr)
             if params[i].reads:
-                mark = be.mark()
+                mark = trace.mark()
                 be.upload(v, dev)
-                copy_event("h2d", i, mark)
+                pinned = be.is_pinned(v)
+                temps[-1] = (i, ptr, pinned)
+                trace.device("h2d", mark, v.nbytes, pinned, name, ptr, fingerprint(v) if fingerprints else None)
         launched = True
-        mark = be.mark()
+        mark = trace.mark()
         be.launch(k, dev_args)
-        BUS.emit_timed(be.since(mark), kind="launch", **common)
+        trace.device("launch", mark)
         downloaded = False
-        for i in temps:
+        for i, ptr, pinned in temps:
             if params[i].copies_back:
-                mark = be.mark()
-                be.download(dev_args[i], values[i])
-                copy_event("d2h", i, mark)
+                v = values[i]
+                mark = trace.mark()
+                be.download(dev_args[i], v)
+                fp = None
+                if fingerprints:
+                    be.synchronize()  # the host bytes are final only once the copy has landed
+                    fp = fingerprint(v)
+                trace.device("d2h", mark, v.nbytes, be.is_pinned(v), params[i].name, ptr, fp)
                 downloaded = True
         if downloaded:
-            mark = be.host_mark()
+            start = perf_counter_ns()
             be.synchronize()
-            BUS.emit_timed(be.host_since(mark), kind="sync", **common)
+            trace.host("sync", start)
             be.flush_events()
     except BaseException as exc:
         if launched:
@@ -399,10 +444,10 @@ def _run_traced(
     finally:
         if temps:
             be.settle_uploads()
-        for i in temps:
-            mark = be.host_mark()
+        for i, ptr, pinned in temps:
+            start = perf_counter_ns()
             be.free(dev_args[i])
-            copy_event("free", i, mark, host=True)
+            trace.host("free", start, values[i].nbytes, pinned, params[i].name, ptr)
 
 
 def _poison(

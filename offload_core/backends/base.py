@@ -131,6 +131,8 @@ class Backend(ABC):
     nvtx: bool = False
     #: the device cannot hold arrays of non-native byte order (CuPy)
     native_only: bool = False
+    #: `mark()`/`since()` are the host clock (no device events to wait for)
+    host_clock: bool = True
 
     def mark(self) -> Any:
         """Start a device-side interval (copies, launches); `since(mark)` ends it."""

@@ -69,6 +69,7 @@ class CupyBackend(Backend):
 
     name = "cupy"
     native_only = True
+    host_clock = False
 
     def __init__(self, capacity: int | None = None) -> None:
         if capacity is not None and capacity <= 0:
