@@ -44,6 +44,7 @@ class Capture:
         self._kernels: list[str] = []
         self._writes: list[Mapping] = []
         self._reads: list[Mapping] = []
+        self._first_writes: list[Mapping] = []  # Out mappings a recorded launch initialises
 
     @property
     def naive(self) -> bool:
@@ -80,6 +81,8 @@ class Capture:
         if exc_type is not None:
             self._calls.clear()
             self._kernels.clear()
+            for m in self._first_writes:  # nothing was recorded: they are unwritten again
+                m.initialized = False
 
     def record_call(self, k: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """Naive mode: keep the call itself, to be re-issued through offload()."""
@@ -99,9 +102,15 @@ class Capture:
             m = mappings[i]
             if m is None:
                 continue
-            target = self._writes if k.params[i].writes else self._reads
+            writes = k.params[i].writes
+            target = self._writes if writes else self._reads
             if m not in target:
                 target.append(m)
+            if writes and not m.initialized:
+                # Launches recorded after this one may read what it will have
+                # written: the sequence is checked as it will run.
+                m.initialized = True
+                self._first_writes.append(m)
 
     # ---------------------------------------------------------------- replay
     def replay(self, times: int = 1) -> None:

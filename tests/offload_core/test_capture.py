@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import offload_core
-from offload_core import BorrowError, OffloadError, UseAfterMoveError, offload, region
+from offload_core import BorrowError, OffloadError, Out, UseAfterMoveError, offload, region
 
 from ..conftest import Recorder
 from .kit import consume, daxpy, scale
@@ -99,3 +99,23 @@ def test_naive_mode_replays_through_offload_with_copies(rec: Recorder) -> None:
         g.replay(times=3)
     assert rec.count("launch") == 3 and rec.count("h2d") == 6 and rec.count("d2h") == 3
     np.testing.assert_array_equal(y, 3.0)
+
+
+def test_a_recorded_write_initialises_an_out_mapping_for_later_recorded_reads() -> None:
+    from .kit import copy, fill
+
+    x, z = np.ones(N), np.zeros(N)
+    with region(x, Out(z)) as r:
+        with r.capture() as g:
+            offload(fill, z, 3.0)
+            offload(copy, x, z)  # reads z, which the recorded fill will have written
+        g.replay()
+    assert np.all(x == 3.0) and np.all(z == 3.0)
+    z2 = np.zeros(N)
+    with region(Out(z2)) as r:
+        with pytest.raises(RuntimeError):
+            with r.capture():
+                offload(fill, z2, 1.0)
+                raise RuntimeError("abandoned")
+        with pytest.raises(BorrowError, match="no launch has written it yet"):
+            offload(copy, np.zeros(N), z2)

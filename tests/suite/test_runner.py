@@ -100,3 +100,14 @@ def test_run_suite_checks_its_arguments() -> None:
     with pytest.raises(ValueError, match="mode"):
         run_suite(["ADD"], size_factor=0.001, mode="sometimes")
     assert get_mode() == "batched"
+
+
+def test_graph_replay_of_the_batched_loop_computes_what_launching_does() -> None:
+    from offload_core.suite.registry import BENCHMARKS
+
+    plain = measure(BENCHMARKS, ["batched"], size_factor=0.002, reps=3, passes=1, graphs=False)
+    replayed = measure(BENCHMARKS, ["batched", "naive"], size_factor=0.002, reps=3, passes=1, graphs=True)
+    assert replayed.graphs and not plain.graphs
+    for a, b in zip(plain.kernels, replayed.kernels):
+        assert a.variants["batched"].checksum == b.variants["batched"].checksum, a.name
+        assert b.checksums_agree, b.name
