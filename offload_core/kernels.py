@@ -184,9 +184,11 @@ class RawKernel(Kernel):
         self.cpu = cpu
         self.options = tuple(options)
         # Constant launch dimensions are checked once, here, not on every launch.
+        self._static_grid = None if callable(grid) else _dim(grid, {}, name, "grid")
+        self._static_block = None if callable(block) else _dim(block, {}, name, "block")
         self._static_dims = None
-        if not callable(grid) and not callable(block):
-            self._static_dims = (_dim(grid, {}, name, "grid"), _dim(block, {}, name, "block"))
+        if self._static_grid is not None and self._static_block is not None:
+            self._static_dims = (self._static_grid, self._static_block)
 
     @property
     def host_body(self) -> Callable[..., Any] | None:
@@ -197,12 +199,22 @@ class RawKernel(Kernel):
         if self._static_dims is not None:
             return self._static_dims
         named = dict(zip(self._names, values))
-        return _dim(self.grid, named, self.name, "grid"), _dim(self.block, named, self.name, "block")
+        grid = self._static_grid or _dim(self.grid, named, self.name, "grid")
+        block = self._static_block or _dim(self.block, named, self.name, "block")
+        return grid, block
 
 
 def _dim(value: Dim, named: dict[str, Any], name: str, what: str) -> tuple[int, ...]:
+    """A launch dimension as a tuple of 1 to 3 positive ints (runs per launch for callables)."""
     if callable(value):
         value = value(**named)
+    # The common answer, a tuple of plain ints, is checked without the slow ABC isinstance.
+    if type(value) is tuple and 1 <= len(value) <= 3:
+        for v in value:
+            if type(v) is not int or v <= 0:
+                break
+        else:
+            return value
     if isinstance(value, numbers.Integral):
         value = (value,)
     if not (
