@@ -102,6 +102,8 @@ class CupyBackend(Backend):
                 warnings.warn("OFFLOAD_NVTX=1 but CuPy has no NVTX/rocTX support here; ranges are off", RuntimeWarning)
                 self.nvtx = False
         self._fence: Any = None  # event after the last asynchronous upload
+        #: work issued since the last wait (a blocking copy waits for all of it)
+        self._issued = False
         self._upload_keep: list[Any] = []  # staging buffers read by uploads in flight
         self._scatter: list[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], Any]] = []
         self._events: list[Any] = []
@@ -158,6 +160,7 @@ class CupyBackend(Backend):
     # ---------------------------------------------------------------- copies
     def upload(self, host: np.ndarray[Any, Any], dev: Any) -> None:
         n = host.nbytes
+        self._issued = True
         if n < self._small and host.base is None and not self.nvtx and host.flags.c_contiguous:
             # A small array NumPy allocated: never page-locked, so CuPy's plain
             # copy is both the fastest path and synchronous for the host.
@@ -192,10 +195,14 @@ class CupyBackend(Backend):
         n = host.nbytes
         if n < self._small and host.base is None and not self.nvtx and host.flags.c_contiguous:
             if n:
-                dev.get(out=host, blocking=False)  # lands at the next synchronize()
+                # Exactly CuPy's blocking copy: it waits for everything issued
+                # before it, so the synchronize() that follows has nothing to do.
+                dev.get(out=host)
+                self._issued = False
             return
         if n == 0:
             return
+        self._issued = True
         if self.nvtx:
             self._nvtx.RangePush(f"d2h {n} B")  # type: ignore[union-attr]
         stream = cupy.cuda.get_current_stream()
@@ -228,7 +235,9 @@ class CupyBackend(Backend):
             BUS.poll()  # the uploads' timings are known now
 
     def synchronize(self) -> None:
-        cupy.cuda.get_current_stream().synchronize()
+        if self._issued or self._scatter or self._fence is not None:
+            cupy.cuda.get_current_stream().synchronize()
+        self._issued = False
         self._fence = None
         if self._upload_keep:
             self._upload_keep.clear()
@@ -263,6 +272,7 @@ class CupyBackend(Backend):
             raise BackendError(f"RawKernel '{kernel.name}' cannot be loaded: {str(exc).splitlines()[0]}") from None
 
     def launch(self, kernel: Kernel, args: Sequence[Any]) -> None:
+        self._issued = True
         if self.nvtx:
             self._nvtx.RangePush(f"launch {kernel.name}")  # type: ignore[union-attr]
         try:
@@ -307,6 +317,7 @@ class CupyBackend(Backend):
         return graph
 
     def replay(self, handle: Any) -> None:
+        self._issued = True
         handle.launch(stream=cupy.cuda.get_current_stream())
 
     # ----------------------------------------------------------- timing, NVTX

@@ -80,7 +80,7 @@ class HostPinning:
         self.registered_bytes = 0
         self.failures = 0
         self._owners: dict[int, _Owner] = {}
-        self._sightings: dict[int, bool] = {}
+        self._sightings: dict[int, weakref.ref[object]] = {}
 
     def prepare(self, array: np.ndarray[Any, Any]) -> bool:
         """Count a copy of `array`, page-lock it if the policy says so; True if its bytes are page-locked.
@@ -100,7 +100,7 @@ class HostPinning:
         key = id(owner_obj)
         state = self._owners.get(key)
         if state is None:
-            if nbytes < self.cold_bytes and not self._seen_before(key):
+            if nbytes < self.cold_bytes and not self._seen_before(key, owner_obj):
                 return False  # first sighting of a mid-sized buffer: cheap to note, not worth pinning yet
             try:
                 weakref.finalize(owner_obj, self._forget, key)
@@ -119,14 +119,20 @@ class HostPinning:
             return False
         return self._register(state, lo, hi)
 
-    def _seen_before(self, key: int) -> bool:
-        """Note a sighting; True on the second one. Ids may be reused by later
-        objects, which can only make a buffer count as hot one copy early."""
+    def _seen_before(self, key: int, owner: object) -> bool:
+        """Note a sighting; True on the second one of the same live buffer.
+
+        The note is a weak reference that removes itself when the buffer
+        dies, so a fresh temporary that happens to get a dead one's id (or
+        address) is not taken for hot: registering and unregistering a new
+        array on every iteration would cost more than the copies it speeds up.
+        """
         if self._sightings.pop(key, None) is not None:
             return True
-        if len(self._sightings) >= 4096:
-            self._sightings.clear()
-        self._sightings[key] = True
+        try:
+            self._sightings[key] = weakref.ref(owner, lambda _ref, key=key: self._sightings.pop(key, None))
+        except TypeError:
+            pass
         return False
 
     def is_locked(self, array: np.ndarray[Any, Any]) -> bool:

@@ -270,3 +270,14 @@ def test_nvtx_ranges_do_not_disturb_a_run() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "6.0"
+
+
+def test_fresh_temporaries_of_one_size_are_not_taken_for_hot(be) -> None:  # type: ignore[no-untyped-def]
+    # A loop that allocates a new mid-sized array per iteration gets the same
+    # id and address again and again; registering each would cost more than it saves.
+    before = be.pinning.registered_bytes
+    for _ in range(10):
+        fresh = np.ones(MiB // 8)
+        offload(read_only, fresh)
+        del fresh
+    assert be.pinning.registered_bytes == before
