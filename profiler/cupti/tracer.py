@@ -45,7 +45,7 @@ from .frames import FrameFilter
 #: activity buffer CUPTI fills before handing it back (8 MiB holds about 80,000 memcpy records)
 BUFFER_BYTES = 8 << 20
 _ACTIVE: Tracer | None = None
-_REGISTERED = False
+_REGISTERED: ModuleType | None = None  # the cupti module the buffer callbacks were registered with
 _LOCK = threading.Lock()
 
 
@@ -117,9 +117,9 @@ class Tracer:
             if _ACTIVE is not None:
                 raise ProfilerError("a CUPTI recording is already running in this process")
             try:
-                if not _REGISTERED:
+                if _REGISTERED is not c:
                     c.activity_register_callbacks(_buffer_requested, _buffer_completed)
-                    _REGISTERED = True
+                    _REGISTERED = c
                 table = resolve(APIS, c.runtime_api_trace_cbid, c.driver_api_trace_cbid)
                 domains = {RUNTIME: int(c.CallbackDomain.RUNTIME_API), DRIVER: int(c.CallbackDomain.DRIVER_API)}
                 by_id = {(domains[d], cbid): api for (d, cbid), api in table.items()}
