@@ -9,7 +9,7 @@ offload_core and this profiler themselves; offload_core's suite counts as
 user code, as its events do).
 
 The walk runs inside every callback, so it is kept cheap: library-ness is
-decided once per code object and cached, and a frame is only touched for
+decided once per file and cached, and a frame is only touched for
 its code, line and instruction offset. Threads without Python frames
 (PyTorch's autograd workers launch the backward kernels from C++) borrow
 the main thread's stack: the main thread is then waiting in the call that
@@ -55,15 +55,16 @@ class FrameFilter:
         self.folders = tuple(folders) if folders is not None else library_folders()
         #: folders inside a library that still count as user code (offload_core's suite drivers)
         self.keep = tuple(keep) if keep else _default_keep(self.folders)
-        self._library: dict[CodeType, bool] = {}
+        self._library: dict[str, bool] = {}
         self._main = threading.main_thread().ident
 
     def is_library(self, code: CodeType) -> bool:
-        known = self._library.get(code)
+        # keyed by file name: equal code objects of two files compare equal, and names are interned
+        file = code.co_filename
+        known = self._library.get(file)
         if known is None:
-            file = code.co_filename
             known = file.startswith("<frozen ") or (file.startswith(self.folders) and not file.startswith(self.keep))
-            self._library[code] = known
+            self._library[file] = known
         return known
 
     def user_frame(self, frame: FrameType | None) -> FrameType | None:
@@ -72,7 +73,7 @@ class FrameFilter:
         f = frame
         while f is not None:
             code = f.f_code
-            lib = library.get(code)
+            lib = library.get(code.co_filename)
             if lib is None:
                 lib = self.is_library(code)
             if not lib:
