@@ -28,8 +28,10 @@ CLI can say what the trace leaves out.
 from __future__ import annotations
 
 import linecache
+import shutil
+import subprocess
 from dataclasses import dataclass
-from typing import Union
+from typing import Callable, Iterable, Union
 
 from ..model import Record, Site
 from .activity import HOST_WAITS, ApiCall, Capture, Copy, Kernel, Memset, Sync
@@ -96,8 +98,36 @@ def blocking(copy: Copy, call: ApiCall | None) -> bool:
     return copy.direction == "d2h" and ((call is not None and call.synchronous) or copy.dst_kind == "pageable")
 
 
-def convert(capture: Capture, mode: str = "batched") -> Converted:
-    """The capture's records in issue order, times relative to `capture.t0`."""
+def cxx_demangler() -> Callable[[Iterable[str]], dict[str, str]] | None:
+    """A demangler for C++ kernel names (PyTorch's) through binutils' `c++filt`, if it is installed."""
+    tool = shutil.which("c++filt")
+    if tool is None:
+        return None
+
+    def demangle(names: Iterable[str]) -> dict[str, str]:
+        todo = sorted({n for n in names if n.startswith("_Z")})
+        if not todo:
+            return {}
+        try:
+            out = subprocess.run([tool], input="\n".join(todo), capture_output=True, text=True, timeout=60,
+                                 check=True).stdout.splitlines()
+        except (OSError, subprocess.SubprocessError):
+            return {}
+        return dict(zip(todo, out)) if len(out) == len(todo) else {}
+
+    return demangle
+
+
+def convert(capture: Capture, mode: str = "batched",
+            demangle: Callable[[Iterable[str]], dict[str, str]] | None = None) -> Converted:
+    """The capture's records in issue order, times relative to `capture.t0`; kernel names demangled if asked."""
+    if demangle is not None:
+        names = demangle(k.name for k in capture.kernels)
+        if names:
+            kernels = tuple(Kernel(k.correlation, names.get(k.name, k.name), k.start, k.end, k.stream, k.device)
+                            for k in capture.kernels)
+            capture = Capture(capture.t0, capture.t1, capture.calls, capture.copies, capture.memsets, kernels,
+                              capture.syncs, capture.dropped, capture.errors)
     calls = capture.calls
     t0 = capture.t0
     order: list[tuple[int, int, int, Activity, ApiCall | None]] = []

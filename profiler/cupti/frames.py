@@ -26,16 +26,22 @@ from types import CodeType, FrameType
 from typing import Iterable
 
 #: packages whose frames are never a call site
-LIBRARIES = ("cupy", "cupyx", "cupy_backends", "torch", "numba", "llvmlite", "numpy", "cuda", "cupti",
-             "fastrlock", "triton", "profiler", "offload_core")
+LIBRARIES = ("cupy", "cupyx", "cupy_backends", "torch", "numba", "numba_cuda", "llvmlite", "numpy", "cuda",
+             "cupti", "fastrlock", "triton", "jax", "jaxlib", "profiler", "offload_core")
 #: a user frame: (file, line, function), and an instruction key telling two calls of one statement apart
 SiteKey = tuple[str, int, str]
 Instr = tuple[int, int]
 
 
 def library_folders(names: Iterable[str] = LIBRARIES) -> tuple[str, ...]:
-    """Install folders (with a trailing separator) of the named packages that exist, found without importing them."""
-    out: list[str] = []
+    """Install folders (with a trailing separator) of the named packages that exist, found without importing them.
+
+    The standard library's thread machinery is added too: a worker thread a
+    library started (PyTorch's pin-memory thread) has only library frames
+    above `threading.py`, and should borrow the main thread's site.
+    """
+    out: list[str] = [os.path.abspath(threading.__file__),
+                      os.path.join(os.path.dirname(os.path.abspath(threading.__file__)), "concurrent", "futures", "")]
     for name in names:
         try:
             spec = importlib.util.find_spec(name)

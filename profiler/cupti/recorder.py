@@ -21,7 +21,7 @@ from typing import Sequence
 from .. import __version__
 from ..model import Link, Meta, Run
 from .activity import Capture
-from .convert import Converted, convert
+from .convert import Converted, convert, cxx_demangler
 from .probe import Driver, require
 from .tracer import Tracer
 
@@ -76,7 +76,7 @@ class CuptiRecorder:
 
     def converted(self) -> Converted:
         if self._converted is None:
-            self._converted = convert(self.capture, self._mode)
+            self._converted = convert(self.capture, self._mode, cxx_demangler())
         return self._converted
 
     def run(

@@ -87,3 +87,29 @@ def test_sites_carry_source_text_and_column(tmp_path: Path) -> None:
     first, second = convert(b.capture()).records
     assert (first.site.text, first.site.column, first.site.function) == ("d = cp.asarray(x)", 5, "main")
     assert first.site is second.site, "records of one line share one Site"
+
+
+def test_kernel_names_are_demangled_when_a_demangler_is_given() -> None:
+    b = Builder()
+    b.kernel(3, "_ZN2at6native18elementwise_kernelEv")
+    b.kernel(4, "cupy_add")
+    asked: list[str] = []
+
+    def demangle(names):  # type: ignore[no-untyped-def]
+        asked.extend(names)
+        return {"_ZN2at6native18elementwise_kernelEv": "at::native::elementwise_kernel()"}
+
+    records = convert(b.capture(), demangle=demangle).records
+    assert [r.kernel for r in records] == ["at::native::elementwise_kernel()", "cupy_add"]
+    assert sorted(asked) == ["_ZN2at6native18elementwise_kernelEv", "cupy_add"]
+
+
+def test_cxx_filt_demangles_when_installed() -> None:
+    import pytest
+
+    from profiler.cupti.convert import cxx_demangler
+
+    demangle = cxx_demangler()
+    if demangle is None:
+        pytest.skip("c++filt (binutils) is not installed")
+    assert demangle(["_Z5scalePfi", "cupy_add"]) == {"_Z5scalePfi": "scale(float*, int)"}
