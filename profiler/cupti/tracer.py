@@ -128,11 +128,18 @@ class Tracer:
                 for (domain, cbid) in by_id:
                     c.enable_callback(1, self._subscriber, domain, cbid)
                 _ACTIVE = self
-                for kind in (c.ActivityKind.MEMCPY, c.ActivityKind.MEMSET, c.ActivityKind.CONCURRENT_KERNEL,
-                             c.ActivityKind.SYNCHRONIZATION, getattr(c.ActivityKind, "MEMCPY2", None)):
-                    if kind is not None:
-                        c.activity_enable(kind)
-                        self._kinds.append(kind)
+                k = c.ActivityKind
+                for kind in (k.MEMCPY, k.CONCURRENT_KERNEL):
+                    c.activity_enable(kind)
+                    self._kinds.append(kind)
+                for name in ("SYNCHRONIZATION", "MEMSET", "MEMCPY2"):
+                    kind = getattr(k, name, None)
+                    try:  # the trace is still worth having without these on a CUPTI that lacks them
+                        if kind is not None:
+                            c.activity_enable(kind)
+                            self._kinds.append(kind)
+                    except Exception as exc:
+                        self.error(f"{name} activity records are not available", exc)
                 self._t0 = int(c.get_timestamp())
             except Exception as exc:
                 self._teardown()
@@ -221,7 +228,7 @@ class Tracer:
                 corr = cbdata.correlation_id
                 if cbdata.callback_site != enter_site:
                     if fingerprints:
-                        on_exit(api, corr, cbdata.ptr)
+                        on_exit(api, corr, cbdata)
                     return
                 try:
                     frame = getframe(1)
@@ -240,14 +247,15 @@ class Tracer:
                 if layout is None:
                     calls[corr] = (api, site, instr, None, None, None, None, 0)
                     return
-                args = read_copy_args(layout, ctypes.c_void_p.from_address(cbdata.ptr + params_at).value or 0)
+                calls[corr] = (api, site, instr, None, None, None, None, 0)  # kept if the block is unreadable
+                args = read_copy_args(layout, _field(cbdata, params_at, "function_params"))
                 direction = args.direction
                 calls[corr] = (api, site, instr, direction, args.dst if direction != "h2d" else None,
                                args.src if direction != "d2h" else None, args.count, timestamp())
             except Exception as exc:
                 errors("in a CUDA API callback", exc)
 
-        def on_exit(api: Api, corr: int, data: int) -> None:
+        def on_exit(api: Api, corr: int, data: Any) -> None:
             if api.role == COPY:
                 entry = calls.get(corr)
                 if entry is None or not entry[6] or api.layout is None or not api.layout.flat:
@@ -284,10 +292,21 @@ def _offsets(cupti: ModuleType) -> tuple[int, int]:
         return 16, 24
 
 
-def _succeeded(data: int, result_at: int) -> bool:
-    """Whether the call whose CUpti_CallbackData is at `data` returned success (checked on exit only)."""
-    result = ctypes.c_void_p.from_address(data + result_at).value
-    return not result or ctypes.c_int.from_address(result).value == 0
+def _field(cbdata: Any, offset: int, name: str) -> int:
+    """A pointer field of the CUpti_CallbackData behind cupti-python's `CallbackData` (0 if unreadable)."""
+    try:
+        return ctypes.c_void_p.from_address(int(cbdata.ptr) + offset).value or 0
+    except (AttributeError, TypeError, ValueError):
+        try:  # versions that expose the struct as a NumPy record instead
+            return int(cbdata._data[0][name]) or 0
+        except Exception:
+            return 0
+
+
+def _succeeded(cbdata: Any, result_at: int) -> bool:
+    """Whether the call returned success (its CUresult/cudaError_t, readable on exit); unknown counts as failure."""
+    result = _field(cbdata, result_at, "function_return_value")
+    return bool(result) and ctypes.c_int.from_address(result).value == 0
 
 
 def _synchronize_device() -> None:
