@@ -62,5 +62,5 @@ echo "== tests (tests/profiler/cupti)"
 status=$?
 
 echo "== overhead (benchmarks/cupti_overhead.py)"
-"$PY" benchmarks/cupti_overhead.py --repeats 3 || echo "   benchmark failed (exit $?)"
+"$PY" benchmarks/cupti_overhead.py --repeats 3 --large-reps 5 || echo "   benchmark failed (exit $?)"
 exit $status
