@@ -28,7 +28,7 @@ Handler = Callable[[argparse.Namespace], int]
 COMMANDS: dict[str, tuple[Callable[[Any], argparse.ArgumentParser], Handler]] = {}
 
 #: options of `run` that take a value, so that the target's own arguments can be split off
-_RUN_VALUE_OPTIONS = {"-o", "--output", "--mode", "--link"}
+_RUN_VALUE_OPTIONS = {"-o", "--output", "--mode", "--link", "--source"}
 DEFAULT_TRACE = "offload-prof.json"
 
 
@@ -57,7 +57,12 @@ def configure(fn: Callable[[argparse.ArgumentParser], None]) -> Callable[[Handle
 
 # ------------------------------------------------------------------- run
 def _run_options(p: argparse.ArgumentParser) -> None:
-    p.usage = "offload-prof run [--mode naive|batched|both] [-o PATH] [--no-fingerprints] (-- script.py | -m module) [ARGS ...]"
+    p.usage = ("offload-prof run [--source offload|cupti] [--mode naive|batched|both] [-o PATH] [--no-fingerprints] "
+               "(-- script.py | -m module) [ARGS ...]")
+    p.add_argument("--source", choices=("offload", "cupti"), default="offload",
+                   help="offload: offload_core's events (any backend); cupti: every CUDA copy, memset, kernel and "
+                        "sync of the process via CUPTI, plain CuPy/PyTorch/Numba included (NVIDIA GPU and the "
+                        "cupti extra; default: %(default)s)")
     p.add_argument("--mode", choices=("naive", "batched", "both"),
                    help="OFFLOAD_MODE for the target; 'both' runs it twice in fresh processes (default: as set)")
     p.add_argument("-o", "--output", default=DEFAULT_TRACE,
@@ -98,16 +103,23 @@ def _run_here(args: argparse.Namespace, target: Any, output: Path) -> int:
     from .recorder import Recorder
     from .runner import Outcome, run_target, signals_deferred
 
+    cupti = getattr(args, "source", "offload") == "cupti"
     try:
         if args.mode:
             os.environ["OFFLOAD_MODE"] = args.mode
             offload_core.set_mode(args.mode)
-        backend = offload_core.get_backend()
+        # CUPTI needs no offload_core backend; choosing one would create a CUDA context before CUPTI listens
+        backend_name = "cupy" if cupti else offload_core.get_backend().name
         offload_core.get_mode()
     except (OffloadError, ValueError) as exc:
         raise ProfilerError(str(exc)) from None
-    link = resolve(args.link) if args.link else calibrated(backend.name)
-    recorder = Recorder(fingerprints=args.fingerprints).start()
+    link = resolve(args.link) if args.link else calibrated(backend_name)
+    if cupti:
+        from .cupti import CuptiRecorder
+
+        recorder: Any = CuptiRecorder(fingerprints=args.fingerprints).start()
+    else:
+        recorder = Recorder(fingerprints=args.fingerprints).start()
     outcome = Outcome("interrupted", 130, "KeyboardInterrupt")
     try:
         outcome = run_target(target)
@@ -128,6 +140,8 @@ def _run_here(args: argparse.Namespace, target: Any, output: Path) -> int:
         print(f"offload-prof: wrote {output} ({len(run.records)} records: {kinds['h2d']} H2D, {kinds['d2h']} D2H, "
               f"{kinds['launch']} launches; backend {run.meta.backend}, mode {run.meta.mode}; "
               f"target {outcome.outcome}, exit {outcome.exit_code})", file=sys.stderr)
+        for note in getattr(recorder, "notes", lambda: [])():
+            print(f"offload-prof: {note}", file=sys.stderr)
     return outcome.exit_code
 
 
@@ -148,7 +162,7 @@ def _run_both(args: argparse.Namespace, target: Any, output: Path) -> int:
     _check_writable(paths[0])
     status = 0
     for mode, path in zip(("naive", "batched"), paths):
-        cmd = [sys.executable, "-m", "profiler", "run", "--mode", mode, "-o", str(path)]
+        cmd = [sys.executable, "-m", "profiler", "run", "--source", args.source, "--mode", mode, "-o", str(path)]
         if not args.fingerprints:
             cmd.append("--no-fingerprints")
         if args.link:
@@ -366,6 +380,33 @@ def cmd_gate(args: argparse.Namespace) -> int:
     result = evaluate(checks_for(run, baseline, budget, tolerances, args.allow_fewer))
     sys.stdout.write(render(result, args.format))
     return result.exit_code
+
+
+# ---------------------------------------------------------- import-rocprof
+def _import_rocprof_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("results", help="rocprofv3 JSON output (--output-format json), e.g. out/HOST/PID_results.json")
+    p.add_argument("-o", "--output", default=DEFAULT_TRACE, help="trace file to write (default: %(default)s)")
+    p.add_argument("--pid", type=int, help="the process to import when the file holds several")
+    p.epilog = ("Record with: rocprofv3 --kernel-trace --memory-copy-trace --hip-runtime-trace --output-format json "
+                "-d out -- python app.py")
+
+
+@command("import-rocprof", "convert rocprofv3 JSON output (AMD GPUs) into a trace for report, compare and gate")
+@configure(_import_rocprof_options)
+def cmd_import_rocprof(args: argparse.Namespace) -> int:
+    from .cupti.rocprof import load_rocprof
+
+    output = Path(args.output)
+    _check_writable(output)
+    run = load_rocprof(args.results, pid=args.pid, command=["offload-prof", *args.raw_argv])
+    try:
+        run.save(output)
+    except OSError as exc:
+        raise ProfilerError(f"{output}: cannot write trace ({exc.strerror or exc})") from None
+    kinds = {k: sum(1 for r in run.records if r.kind == k) for k in ("h2d", "d2h", "launch", "sync")}
+    print(f"offload-prof: wrote {output} ({len(run.records)} records: {kinds['h2d']} H2D, {kinds['d2h']} D2H, "
+          f"{kinds['launch']} launches, {kinds['sync']} syncs; {run.meta.device})", file=sys.stderr)
+    return 0
 
 
 # ------------------------------------------------------------------ main

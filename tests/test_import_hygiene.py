@@ -38,6 +38,9 @@ CASES = {
     "from profiler.cli import build_parser; build_parser()": ("textual", "libcst", "linter", "cupy"),
     "from profiler.recorder import Recorder; from profiler.detectors import detect; "
     "from profiler import calibrate, runner, link, baseline, budget": ("textual", "libcst", "linter", "cupy"),
+    # the CUPTI source imports cupti-python only when a recording starts, and reads traces without offload_core
+    "import profiler.cupti; from profiler.cupti import convert, rocprof, tracer, frames, apis, probe": (
+        "textual", "libcst", "linter", "cupy", "cupti", "offload_core", "torch", "numba"),
 }
 
 

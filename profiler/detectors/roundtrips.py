@@ -7,6 +7,8 @@ both copies are claimed. OFF506 needs no fingerprints: a download into the
 buffer that is overwritten by the next download into it, with no upload of
 the buffer in between, so the host never sent it anywhere. The profiler
 cannot see host *reads*; the rule says so, and only fires on repeats.
+OFF506 skips the backends its `skip_backends` option lists (CUPTI traces,
+whose host addresses are the libraries' own download buffers).
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ def round_trip(ctx: Context) -> None:
 
 def write_back_never_read(ctx: Context) -> None:
     """OFF506: a D2H into a buffer overwritten by the next D2H, with no upload between."""
+    if ctx.run.meta.backend in tuple(ctx.option("OFF506", "skip_backends") or ()):
+        return
     min_count = int(ctx.option("OFF506", "min_count"))
     records = ctx.records
     last_down: dict[tuple[int, int], int] = {}

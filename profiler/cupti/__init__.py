@@ -1,0 +1,26 @@
+"""Traces from vendor tools: CUPTI recorded live (NVIDIA), rocprofv3 output imported (AMD).
+
+offload_core's events cover offload_core's own launches; these sources
+cover everything else a CUDA or HIP program does, plain CuPy, PyTorch and
+Numba code included, and turn it into the same `profiler.model.Run`, so
+that reports, comparisons, detectors, the gate and the TUI need nothing
+new. The modules, in dependency order:
+
+* `activity`: CUPTI's records and intercepted calls as plain frozen records.
+* `apis`: the CUDA calls to intercept and how to read their arguments.
+* `frames`: the Python call site of a CUDA call.
+* `convert`: a `Capture` -> `Run` records, in issue order.
+* `probe`: is cupti-python installed, is there an NVIDIA GPU (one-line errors).
+* `tracer`: the live CUPTI session (the only module that calls cupti-python).
+* `recorder`: `CuptiRecorder`, the `Recorder` interface `offload-prof run --source cupti` uses.
+* `rocprof`: rocprofv3 JSON (or CSV with sizes) -> `Run`.
+
+Importing this package imports neither cupti-python nor CuPy: cupti-python
+is imported by `probe.require()` when a recording starts, so a machine
+without the `cupti` extra loads traces, and fails `--source cupti` with a
+message, not an ImportError.
+"""
+
+from .recorder import CuptiRecorder
+
+__all__ = ["CuptiRecorder"]

@@ -1,0 +1,65 @@
+"""The table of intercepted CUDA calls, and reading a copy's arguments from its parameter block."""
+
+from __future__ import annotations
+
+import ctypes
+import enum
+
+from profiler.cupti.apis import APIS, COPY, LAUNCH, MEMSET, SYNC, Api, Layout, read_copy_args, resolve
+
+from .fakelib.fakecupti import DriverCopyParams, MemcpyParams
+
+
+def test_the_table_covers_each_role_once_per_name() -> None:
+    names = [(a.domain, a.name) for a in APIS]
+    assert len(names) == len(set(names))
+    roles = {a.role for a in APIS}
+    assert roles == {COPY, MEMSET, LAUNCH, SYNC}
+    by_name = {a.name: a for a in APIS}
+    # the calls CuPy, PyTorch and Numba copy and launch with
+    for name in ("cudaMemcpyAsync_v3020", "cudaMemcpy_v3020", "cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2",
+                 "cuMemcpyHtoDAsync_v2", "cudaLaunchKernel_v7000", "cuLaunchKernel", "cudaStreamSynchronize_v3020",
+                 "cudaDeviceSynchronize_v3020", "cuCtxSynchronize", "cudaMemsetAsync_v3020"):
+        assert name in by_name, name
+    assert by_name["cudaMemcpy_v3020"].synchronous and not by_name["cudaMemcpyAsync_v3020"].synchronous
+    assert by_name["cuMemcpyDtoH_v2"].layout.direction == "d2h"  # type: ignore[union-attr]
+    assert not by_name["cudaMemcpy2D_v3020"].layout.flat  # type: ignore[union-attr]
+
+
+def test_resolve_skips_names_the_installed_cupti_does_not_know() -> None:
+    runtime = enum.IntEnum("R", {"cudaMemcpy_v3020": 31, "cudaSomethingNew_v99": 5})
+    driver = enum.IntEnum("D", {"cuLaunchKernel": 307})
+    table = resolve(APIS, runtime, driver)
+    assert {k: v.name for k, v in table.items()} == {("runtime", 31): "cudaMemcpy_v3020",
+                                                     ("driver", 307): "cuLaunchKernel"}
+
+
+def test_runtime_copy_arguments_and_kind() -> None:
+    layout = next(a for a in APIS if a.name == "cudaMemcpyAsync_v3020").layout
+    assert layout is not None
+    for kind, direction in ((1, "h2d"), (2, "d2h"), (3, "d2d"), (4, None)):
+        p = MemcpyParams(dst=0x1000, src=0x2000, count=4096, kind=kind, stream=0x77)
+        args = read_copy_args(layout, ctypes.addressof(p))
+        assert (args.dst, args.src, args.count, args.direction) == (0x1000, 0x2000, 4096, direction)
+    up, down = MemcpyParams(0x1, 0x2, 8, 1, 0), MemcpyParams(0x1, 0x2, 8, 2, 0)
+    assert read_copy_args(layout, ctypes.addressof(up)).host == 0x2
+    assert read_copy_args(layout, ctypes.addressof(down)).host == 0x1
+    assert read_copy_args(layout, 0).count is None
+
+
+def test_driver_copy_direction_comes_from_the_call() -> None:
+    p = DriverCopyParams(dst=0x5000, src=0x6000, count=64)
+    api = next(a for a in APIS if a.name == "cuMemcpyDtoH_v2")
+    args = read_copy_args(api.layout, ctypes.addressof(p))  # type: ignore[arg-type]
+    assert (args.direction, args.host, args.count) == ("d2h", 0x5000, 64)
+
+
+def test_symbol_copies_read_the_host_pointer_from_its_slot() -> None:
+    class ToSymbol(ctypes.Structure):
+        _fields_ = [("symbol", ctypes.c_void_p), ("src", ctypes.c_void_p), ("count", ctypes.c_size_t),
+                    ("offset", ctypes.c_size_t), ("kind", ctypes.c_int)]
+
+    api = Api("runtime", "x", COPY, False, Layout(dst=None, src=1, count=2, kind=4))
+    block = ToSymbol(0x10, 0x20, 12, 0, 1)
+    args = read_copy_args(api.layout, ctypes.addressof(block))  # type: ignore[arg-type]
+    assert (args.dst, args.src, args.count, args.direction, args.host) == (None, 0x20, 12, "h2d", 0x20)

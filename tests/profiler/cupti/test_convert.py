@@ -1,0 +1,115 @@
+"""A CUPTI capture becomes trace records in issue order, with the fields the detectors read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from profiler.cupti.activity import ApiCall, Capture, Copy, Kernel
+from profiler.cupti.convert import convert
+
+from .captures import T0, Builder
+
+
+def test_records_follow_issue_order_with_times_from_the_start() -> None:
+    b = Builder()
+    b.h2d(3, 4096, host=0x1000)
+    b.kernel(4, "scale")
+    b.d2h(5, 4096, host=0x2000)
+    out = convert(b.capture())
+    kinds = [r.kind for r in out.records]
+    assert kinds == ["h2d", "launch", "d2h", "sync"], "the blocking D2H adds the wait CUPTI does not report"
+    up, launch, down, wait = out.records
+    assert up.start_ns == b.copies[0].start - T0 and up.duration_ns == 1000
+    assert (up.nbytes, up.pinned, up.param, up.array, up.fingerprint) == (4096, False, "pageable buffer", 0x1000, "f0")
+    assert (launch.kernel, launch.launch, launch.site.line) == ("scale", 0, 4)
+    assert (down.array, down.site.line, wait.site.line) == (0x2000, 5, 5)
+    assert wait.start_ns + wait.duration_ns == down.start_ns and wait.duration_ns > 5000
+    assert all(r.mode == "batched" for r in out.records)
+
+
+def test_pinned_copies_and_mismatched_counts() -> None:
+    b = Builder()
+    b.h2d(3, 1 << 20, host=0x1000, kind="pinned")
+    c = b.h2d(4, 8, host=0x3000)
+    b.calls[c] = ApiCall(c, "cudaMemcpyAsync_v3020", "copy", b.calls[c].site, src=0x3000, count=16, fingerprint="x")
+    pinned, odd = convert(b.capture()).records
+    assert pinned.pinned and pinned.param == "pinned buffer"
+    assert odd.array == 0x3000 and odd.fingerprint is None, "a digest of other bytes than the copy moved is dropped"
+
+
+def test_explicit_sync_of_the_same_statement_replaces_the_implicit_one() -> None:
+    b = Builder()
+    b.kernel(3)
+    b.d2h(4, 8, host=0x10, sync=False, instr=77)  # PyTorch .item(): async copy into pageable memory ...
+    b.sync(4, instr=77)  # ... and a stream sync, one Python instruction
+    b.d2h(5, 8, host=0x10, sync=True, instr=88)
+    b.sync(6, instr=99)  # a later statement: the copy's own wait still counts
+    kinds = [(r.kind, r.site.line) for r in convert(b.capture()).records]
+    assert kinds == [("launch", 3), ("d2h", 4), ("sync", 4), ("d2h", 5), ("sync", 5), ("sync", 6)]
+
+
+def test_pinned_async_d2h_does_not_block() -> None:
+    b = Builder()
+    b.d2h(4, 1 << 20, host=0x10, sync=False, kind="pinned")
+    assert [r.kind for r in convert(b.capture()).records] == ["d2h"]
+
+
+def test_what_the_model_cannot_hold_is_counted() -> None:
+    b = Builder()
+    b.d2d(3, 1000)
+    b.memset(4, 64)
+    b.sync(5, type="stream_wait_event")
+    b.sync(6, type="context")
+    out = convert(b.capture())
+    assert [r.kind for r in out.records] == ["sync"]
+    assert out.leftovers.device_copies == (1, 1000) and out.leftovers.memsets == (1, 64)
+    assert out.leftovers.stream_waits == 1
+    assert out.leftovers.describe() == "1 device-side copies (1 kB), 1 memsets (64 B), 1 stream waits on events"
+    assert convert(Builder().capture()).leftovers.describe() == ""
+
+
+def test_records_without_a_call_keep_no_site_and_runtime_ids_are_followed() -> None:
+    calls = {5: ApiCall(5, "cudaMemcpy_v3020", "copy", ("/a.py", 2, "f"), src=0xAB, count=4)}
+    copy_by_runtime = Copy(900, 5, "h2d", "pageable", "device", 4, T0 + 10, T0 + 20)
+    orphan = Kernel(7, "k", T0 + 30, T0 + 40)
+    out = convert(Capture(T0, T0 + 100, calls, (copy_by_runtime,), (), (orphan,), ()))
+    up, k = out.records
+    assert up.site is not None and up.site.line == 2 and up.array == 0xAB
+    assert k.site is None and k.launch == 0
+
+
+def test_sites_carry_source_text_and_column(tmp_path: Path) -> None:
+    script = tmp_path / "app.py"
+    script.write_text("import x\nfor i in range(3):\n    d = cp.asarray(x)\n")
+    b = Builder(file=str(script))
+    b.h2d(3, 8, host=1)
+    b.h2d(3, 8, host=1)
+    first, second = convert(b.capture()).records
+    assert (first.site.text, first.site.column, first.site.function) == ("d = cp.asarray(x)", 5, "main")
+    assert first.site is second.site, "records of one line share one Site"
+
+
+def test_kernel_names_are_demangled_when_a_demangler_is_given() -> None:
+    b = Builder()
+    b.kernel(3, "_ZN2at6native18elementwise_kernelEv")
+    b.kernel(4, "cupy_add")
+    asked: list[str] = []
+
+    def demangle(names):  # type: ignore[no-untyped-def]
+        asked.extend(names)
+        return {"_ZN2at6native18elementwise_kernelEv": "at::native::elementwise_kernel()"}
+
+    records = convert(b.capture(), demangle=demangle).records
+    assert [r.kernel for r in records] == ["at::native::elementwise_kernel()", "cupy_add"]
+    assert sorted(asked) == ["_ZN2at6native18elementwise_kernelEv", "cupy_add"]
+
+
+def test_cxx_filt_demangles_when_installed() -> None:
+    import pytest
+
+    from profiler.cupti.convert import cxx_demangler
+
+    demangle = cxx_demangler()
+    if demangle is None:
+        pytest.skip("c++filt (binutils) is not installed")
+    assert demangle(["_Z5scalePfi", "cupy_add"]) == {"_Z5scalePfi": "scale(float*, int)"}

@@ -1,0 +1,146 @@
+"""The live tracer's logic, driven by a fake CUPTI and CUDA runtime (no GPU needed).
+
+The fake builds the real callback and parameter structs in memory, so these
+tests check what the hot path reads from them: the correlation id, the
+call site of the Python statement that made the call, host pointers, and
+fingerprints taken only once the bytes are final and only for calls that
+succeeded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import numpy as np
+import pytest
+
+from profiler.cupti import tracer as tracer_module
+from profiler.cupti.frames import FrameFilter
+from profiler.cupti.tracer import Tracer
+from profiler.errors import ProfilerError
+
+from .fakelib import fakecupti
+from .fakelib.fakecupti import FakeCuda, FakeCupti
+
+HERE = os.path.abspath(__file__)
+
+
+def blake(a: np.ndarray) -> str:
+    return hashlib.blake2b(a.view(np.uint8), digest_size=8).hexdigest()
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(tracer_module, "_REGISTERED", None)
+    monkeypatch.setattr(tracer_module, "_ACTIVE", None)
+    cupti = FakeCupti()
+    frames = FrameFilter(folders=(os.path.join(os.path.dirname(fakecupti.__file__), ""),))
+    return cupti, FakeCuda(cupti), frames
+
+
+def line_of(marker: str) -> int:
+    with open(HERE) as fh:
+        return next(n for n, text in enumerate(fh, 1) if text.rstrip().endswith(marker))
+
+
+def test_copies_get_site_pointers_and_fingerprints(fake) -> None:  # type: ignore[no-untyped-def]
+    cupti, cuda, frames = fake
+    x = np.arange(1024, dtype=np.float32)
+    dev = np.zeros_like(x)
+    back = np.zeros_like(x)
+    t = Tracer(cupti, fingerprints=True, frames=frames).start()
+    assert cupti.registrations == 1 and len(cupti.enabled) > 100
+    up = cuda.memcpy(dev.ctypes.data, x.ctypes.data, x.nbytes, cuda.H2D)  # marker: upload
+    down = cuda.memcpy(back.ctypes.data, dev.ctypes.data, x.nbytes, cuda.D2H, src_kind=3, dst_kind=1)  # marker: down
+    k = cuda.launch("scale")  # marker: launch
+    capture = t.stop()
+    assert [c.correlation for c in capture.copies] == [up, down] and [k.correlation for k in capture.kernels] == [k]
+    call = capture.calls[up]
+    assert call.site == (HERE, line_of("# marker: upload"), "test_copies_get_site_pointers_and_fingerprints")
+    assert (call.src, call.dst, call.count, call.role) == (x.ctypes.data, None, x.nbytes, "copy")
+    assert call.fingerprint == blake(x)
+    d2h = capture.calls[down]
+    assert (d2h.dst, d2h.src, d2h.synchronous) == (back.ctypes.data, None, True)
+    assert d2h.fingerprint == blake(x), "a synchronous D2H is digested on exit, when its bytes have arrived"
+    assert capture.calls[k].site[1] == line_of("# marker: launch")
+    assert not capture.errors and capture.t1 > capture.t0
+    assert not cupti.subscribers and not cupti.kinds, "stop() unsubscribes and disables every activity kind"
+
+
+def test_no_fingerprints_when_asked_or_when_the_call_failed(fake) -> None:  # type: ignore[no-untyped-def]
+    cupti, cuda, frames = fake
+    x = np.ones(256)
+    dev = np.zeros_like(x)
+    t = Tracer(cupti, fingerprints=True, frames=frames).start()
+    cuda.fail_next = True
+    failed = cuda.memcpy(dev.ctypes.data, x.ctypes.data, x.nbytes, cuda.H2D)
+    capture = t.stop()
+    assert capture.calls[failed].fingerprint is None and not capture.copies
+    t = Tracer(cupti, fingerprints=False, frames=frames).start()
+    plain = cuda.memcpy(dev.ctypes.data, x.ctypes.data, x.nbytes, cuda.H2D)
+    capture = t.stop()
+    assert capture.calls[plain].fingerprint is None and capture.calls[plain].src == x.ctypes.data
+    assert cupti.registrations == 1, "the buffer callbacks are registered once per process"
+
+
+def test_async_d2h_is_digested_at_the_sync_of_the_same_statement(fake) -> None:  # type: ignore[no-untyped-def]
+    cupti, cuda, frames = fake
+    dev = np.full(4, 3.0, dtype=np.float32)
+    host = np.zeros(4, dtype=np.float32)
+    t = Tracer(cupti, fingerprints=True, frames=frames).start()
+    cuda.item(host.ctypes.data, dev.ctypes.data, dev.nbytes)  # one statement: async copy + stream sync
+    early = cuda.memcpy(host.ctypes.data, dev.ctypes.data, dev.nbytes, cuda.D2H, asynchronous=True, dst_kind=1)
+    host[0] = 42.0  # the program changes the bytes before any sync
+    cuda.synchronize()
+    capture = t.stop()
+    item_copy = next(c for c in capture.calls.values() if c.role == "copy")
+    assert item_copy.fingerprint == blake(dev)
+    assert capture.calls[early].fingerprint is None, "bytes the program may have changed are not digested"
+    syncs = [c for c in capture.calls.values() if c.role == "sync"]
+    assert syncs[0].instr == item_copy.instr and syncs[1].instr != capture.calls[early].instr
+
+
+def test_driver_copies_and_activity_records(fake) -> None:  # type: ignore[no-untyped-def]
+    cupti, cuda, frames = fake
+    x = np.arange(64, dtype=np.int64)
+    dev = np.zeros_like(x)
+    t = Tracer(cupti, fingerprints=True, frames=frames).start()
+    corr = cuda.htod_driver(dev.ctypes.data, x.ctypes.data, x.nbytes)
+    capture = t.stop()
+    (copy,) = capture.copies
+    assert (copy.direction, copy.src_kind, copy.dst_kind, copy.nbytes, copy.stream) == ("h2d", "pageable", "device", 512, 7)
+    assert capture.calls[corr].name == "cuMemcpyHtoD_v2" and capture.calls[corr].fingerprint == blake(x)
+
+
+def test_errors_in_callbacks_are_kept_not_raised(fake) -> None:  # type: ignore[no-untyped-def]
+    cupti, cuda, frames = fake
+    t = Tracer(cupti, fingerprints=True, frames=frames).start()
+    cupti.record(cupti.ActivityKind.MEMCPY, correlation_id=1)  # a record without its fields
+    capture = t.stop()
+    assert capture.errors and "reading an activity record" in capture.errors[0]
+
+
+def test_one_recording_at_a_time(fake) -> None:  # type: ignore[no-untyped-def]
+    cupti, _, frames = fake
+    t = Tracer(cupti, frames=frames).start()
+    with pytest.raises(ProfilerError, match="already running"):
+        Tracer(cupti, frames=frames).start()
+    t.stop()
+    Tracer(cupti, frames=frames).start().stop()
+
+
+def test_start_failure_is_one_line_and_leaves_nothing_enabled(fake) -> None:  # type: ignore[no-untyped-def]
+    cupti, _, frames = fake
+
+    class Refused(Exception):
+        pass
+
+    def subscribe(callback, userdata):  # type: ignore[no-untyped-def]
+        raise Refused("CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED")
+
+    cupti.subscribe = subscribe
+    with pytest.raises(ProfilerError) as err:
+        Tracer(cupti, frames=frames).start()
+    assert "\n" not in str(err.value) and "another CUPTI client" in str(err.value)
+    assert not cupti.kinds and tracer_module._ACTIVE is None
