@@ -1,0 +1,133 @@
+"""Lint one file: decode, prefilter, parse once, index once, run every enabled check.
+
+This is the unit of work a worker process runs and the cache stores, so it
+takes plain inputs (bytes, names, the run's settings) and returns a
+FileResult. Nothing a file contains can make it raise: undecodable bytes
+become OFF902, a parse failure OFF901, and an exception inside a check (a
+bug of ours) becomes the result's `error`, which the CLI reports and turns
+into exit code 2 without losing the other files' findings.
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+import tokenize
+import traceback
+from dataclasses import dataclass
+from typing import Mapping
+
+import libcst as cst
+
+from . import suppressions
+from .apis import ApiIndex
+from .checks import CHECKS, checks_for
+from .context import FileContext, RuleSettings
+from .findings import FileResult, Finding
+from .index import build_index
+from .kernels import KernelIndex
+from .semantics import Semantics
+
+
+@dataclass(frozen=True)
+class Decoded:
+    text: str
+    encoding: str
+
+
+class DecodeError(ValueError):
+    pass
+
+
+def decode(data: bytes) -> Decoded:
+    """Bytes to text the way Python reads a source file: BOM, then `# coding:`, else UTF-8."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        codecs.lookup(encoding)
+        text = data.decode(encoding)
+    except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
+        raise DecodeError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return Decoded(text, encoding)
+
+
+def _diagnostic(settings: RuleSettings, code: str, line: int, column: int, error: str) -> tuple[Finding, ...]:
+    if code not in settings.enabled:
+        return ()
+    message = settings.rules[code].format(error=error)
+    return (Finding(code, line, column, line, column, message),)
+
+
+def _syntax_error(settings: RuleSettings, text: str, exc: Exception) -> tuple[Finding, ...]:
+    lines = text.splitlines() or [""]
+    line = getattr(exc, "raw_line", 1) or 1
+    column = (getattr(exc, "raw_column", 0) or 0) + 1
+    if line > len(lines):  # an error at the end of the file: point at its last line
+        line = len(lines)
+        column = 1
+    column = max(1, min(column, len(lines[line - 1]) or 1))
+    message = getattr(exc, "message", None) or str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return _diagnostic(settings, "OFF901", line, column, str(message).replace("\n", " "))
+
+
+def lint_text(
+    text: str,
+    settings: RuleSettings,
+    apis: ApiIndex,
+    kernels: KernelIndex | None = None,
+    *,
+    path: str = "<string>",
+    module_name: str = "__main__",
+    is_package: bool = False,
+    prefilter: bool = True,
+) -> FileResult:
+    if prefilter and not apis.mentions_api(text):
+        return FileResult(path, skipped=True)
+    try:
+        module = cst.parse_module(text)
+    except Exception as exc:  # ParserSyntaxError, and whatever else a parser can raise on odd input
+        return FileResult(path, _syntax_error(settings, text, exc))
+    try:
+        index = build_index(module, module_name, is_package)
+        sem = Semantics(index, apis, kernels or KernelIndex())
+        ctx = FileContext(text, index, sem, settings)
+        for fn in checks_for(settings.enabled):
+            fn(ctx)
+        exports = sem.exports()
+    except RecursionError:
+        return FileResult(path, _diagnostic(settings, "OFF901", 1, 1, "nested too deeply to analyse"))
+    except Exception as exc:  # a bug in a check: report it, keep the run going
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        return FileResult(path, error=f"{type(exc).__name__}: {exc} (at {where.filename}:{where.lineno})")
+    findings = suppressions.apply(ctx.findings, text.splitlines()) if ctx.findings else []
+    findings.sort(key=lambda f: f.sort_key)
+    needs = tuple(sorted(sem.needs.items(), key=lambda kv: kv[0]))
+    return FileResult(path, tuple(findings), exports, needs)
+
+
+def lint_bytes(
+    data: bytes,
+    settings: RuleSettings,
+    apis: ApiIndex,
+    kernels: KernelIndex | None = None,
+    **kwargs: object,
+) -> tuple[FileResult, Decoded | None]:
+    path = str(kwargs.get("path", "<string>"))
+    try:
+        decoded = decode(data)
+    except DecodeError as exc:
+        return FileResult(path, _diagnostic(settings, "OFF902", 1, 1, f"cannot decode: {exc}")), None
+    return lint_text(decoded.text, settings, apis, kernels, **kwargs), decoded  # type: ignore[arg-type]
+
+
+def all_codes() -> frozenset[str]:
+    from .checks import DIAGNOSTICS
+
+    return frozenset(CHECKS) | frozenset(DIAGNOSTICS)
+
+
+def settings_for(rules: Mapping, enabled: frozenset[str], options: Mapping | None = None) -> RuleSettings:
+    """RuleSettings with each rule's catalog options overlaid by `options`."""
+    merged = {code: {**dict(rule.options), **dict((options or {}).get(code, {}))} for code, rule in rules.items()}
+    return RuleSettings(frozenset(enabled), merged, rules)
