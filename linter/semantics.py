@@ -211,6 +211,9 @@ class Semantics:
             return "device" if DEVICE_NAME.search(expr.value) else None
         if isinstance(expr, cst.Attribute):
             return "device" if DEVICE_NAME.search(expr.attr.value) else None
+        if isinstance(expr, cst.Subscript) and isinstance(expr.value, (cst.Name, cst.Attribute)):
+            name = expr.value.value if isinstance(expr.value, cst.Name) else expr.value.attr.value
+            return "device" if DEVICE_NAME.search(name) else None  # devices[i]
         return None
 
     def is_offload(self, site: CallSite) -> bool:

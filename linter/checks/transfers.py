@@ -60,12 +60,13 @@ def _conversion(ctx: FileContext, site: CallSite, conversions: frozenset[str]) -
     name = qualname.split(".", 1)[1]
     if name not in conversions or len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
         return
-    if ctx.sem.device_lib(call.args[0].value, site.scope) is None:
+    lib = ctx.sem.device_lib(call.args[0].value, site.scope)
+    if lib is None:
         return
     loop = site.loop
     assert loop is not None
     ctx.report(
-        "OFF104", call, api=f"{name}() of a device value", loop_line=ctx.line(loop.node),
+        "OFF104", call, api=f"{name}() of a {lib} device value", loop_line=ctx.line(loop.node),
         advice="accumulate on the device and convert once after the loop",
     )
 
