@@ -90,7 +90,9 @@ def hoist_fix(ctx: FileContext, site: CallSite, use: Classified) -> Fix | None:
         and _bound_once(ctx, site, outer, small.targets[0].target.value)
     ):
         start, end = ctx.line_span(statement)
-        edits = [Edit(insert_at, insert_at, f"{indent}{ctx.code(small)}\n"), Edit(start, end, "")]
+        start = ctx.offset(ctx.range(statement).start.line - len(statement.leading_lines), 0)
+        comments = "".join(f"{indent}{line.comment.value}\n" for line in statement.leading_lines if line.comment)
+        edits = [Edit(insert_at, insert_at, f"{comments}{indent}{ctx.code(small)}\n"), Edit(start, end, "")]
         parent = site.stmts[-2]
         body = getattr(parent, "body", None)
         if isinstance(body, cst.IndentedBlock) and len(body.body) == 1:

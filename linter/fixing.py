@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from .engine import lint_text
 from .findings import FileResult, Finding
 from .fixes import apply_fixes, unified_diff
 
 if TYPE_CHECKING:
-    from .runner import RunResult
+    from .runner import Job, RunResult
     from .session import Session
 
 ROUNDS = 10
@@ -37,29 +37,45 @@ def _applicable(session: Session, result: FileResult) -> list[Finding]:
     return [f for f in session.visible(result) if not f.suppressed and f.fixable(session.unsafe)]
 
 
+def fix_text(
+    text: str,
+    result: FileResult,
+    relint: Callable[[str], FileResult],
+    applicable: Callable[[FileResult], list[Finding]],
+) -> tuple[str, FileResult, str | None]:
+    """Fix rounds on one text: (final text, its result, a note if a round had to be undone)."""
+    current = result
+    for _ in range(ROUNDS):
+        fixable = applicable(current)
+        if not fixable:
+            break
+        new_text, applied = apply_fixes(text, [f.fix for f in fixable if f.fix is not None])
+        if not applied or new_text == text:
+            break
+        again = relint(new_text)
+        if again.error is not None or any(f.code == "OFF901" for f in again.findings):
+            return text, current, "a fix produced code that does not parse; kept the last good version"
+        text, current = new_text, again
+    return text, current, None
+
+
 def fix_files(session: Session, run: RunResult, write: bool) -> FixOutcome:
     outcome = FixOutcome()
     for n, result in enumerate(run.results):
         job = run.jobs.get(result.path)
         if job is None or not _applicable(session, result):
             continue
-        text, current = job.text, result
         before = len([f for f in session.visible(result) if not f.suppressed])
-        for _ in range(ROUNDS):
-            fixable = _applicable(session, current)
-            if not fixable:
-                break
-            new_text, applied = apply_fixes(text, [f.fix for f in fixable if f.fix is not None])
-            if not applied or new_text == text:
-                break
-            again = lint_text(
+
+        def relint(new_text: str, job: Job = job) -> FileResult:
+            return lint_text(
                 new_text, session.settings, session.apis, run.index,
                 path=job.display, module_name=job.module_name, is_package=job.is_package,
             )
-            if again.error is not None or any(f.code == "OFF901" for f in again.findings):
-                outcome.notes.append(f"{job.display}: a fix produced code that does not parse; kept the last good version")
-                break
-            text, current = new_text, again
+
+        text, current, note = fix_text(job.text, result, relint, lambda r: _applicable(session, r))
+        if note:
+            outcome.notes.append(f"{job.display}: {note}")
         if text == job.text:
             continue
         outcome.files += 1
