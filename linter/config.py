@@ -154,6 +154,8 @@ def load_config(path: Path | None, rules: Mapping[str, Rule]) -> Config:
         cache_dir=(root / str(table["cache-dir"])) if "cache-dir" in table else None,
     )
     config = _extend(config, exclude=_strings(table.get("extend-exclude", []), "extend-exclude", path))
+    for key, codes in (("select", config.select or ()), ("extend-select", config.extend_select), ("ignore", config.ignore)):
+        expand(codes, rules, f"{path}: {key}")
     for api_file in config.extend_apis:
         if not api_file.is_file():
             raise ConfigError(f"{path}: extend-apis file {api_file} not found")

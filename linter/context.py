@@ -86,6 +86,10 @@ class FileContext:
         line = self.source[self.offset(r.start.line, 0):self.offset(r.start.line, r.start.column)]
         return line if not line.strip() else ""
 
+    @property
+    def newline(self) -> str:
+        return self.module.default_newline
+
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
 

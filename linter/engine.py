@@ -10,6 +10,7 @@ into exit code 2 without losing the other files' findings.
 
 from __future__ import annotations
 
+import ast
 import codecs
 import io
 import tokenize
@@ -60,15 +61,34 @@ def _diagnostic(settings: RuleSettings, code: str, line: int, column: int, error
 
 
 def _syntax_error(settings: RuleSettings, text: str, exc: Exception) -> tuple[Finding, ...]:
+    """OFF901 at the error. LibCST's positions for parse errors are approximate, so Python's own
+    parser, run only on this failure path, supplies the position and wording when it agrees."""
     lines = text.splitlines() or [""]
-    line = getattr(exc, "raw_line", 1) or 1
-    column = (getattr(exc, "raw_column", 0) or 0) + 1
-    if line > len(lines):  # an error at the end of the file: point at its last line
-        line = len(lines)
-        column = 1
+    line, column = 1, 1
+    message = str(getattr(exc, "message", "") or exc).splitlines()[0] if str(exc) else type(exc).__name__
+    try:
+        ast.parse(text)
+    except SyntaxError as py:
+        line, column = py.lineno or 1, py.offset or 1
+        message = py.msg
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    else:  # valid Python that LibCST cannot parse (newer syntax): its own position
+        line = getattr(exc, "raw_line", 1) or 1
+        column = (getattr(exc, "raw_column", 0) or 0) + 1
+        message = f"{message} (LibCST {libcst_version()} does not support this syntax)"
+    line = max(1, min(line, len(lines)))
     column = max(1, min(column, len(lines[line - 1]) or 1))
-    message = getattr(exc, "message", None) or str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return _diagnostic(settings, "OFF901", line, column, str(message).replace("\n", " "))
+    return _diagnostic(settings, "OFF901", line, column, message.replace("\n", " "))
+
+
+def libcst_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("libcst")
+    except Exception:
+        return "?"
 
 
 def lint_text(

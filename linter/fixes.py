@@ -91,19 +91,19 @@ def hoist_fix(ctx: FileContext, site: CallSite, use: Classified) -> Fix | None:
     ):
         start, end = ctx.line_span(statement)
         start = ctx.offset(ctx.range(statement).start.line - len(statement.leading_lines), 0)
-        comments = "".join(f"{indent}{line.comment.value}\n" for line in statement.leading_lines if line.comment)
-        edits = [Edit(insert_at, insert_at, f"{comments}{indent}{ctx.code(small)}\n"), Edit(start, end, "")]
+        comments = "".join(f"{indent}{line.comment.value}{ctx.newline}" for line in statement.leading_lines if line.comment)
+        edits = [Edit(insert_at, insert_at, f"{comments}{indent}{ctx.code(small)}{ctx.newline}"), Edit(start, end, "")]
         parent = site.stmts[-2]
         body = getattr(parent, "body", None)
         if isinstance(body, cst.IndentedBlock) and len(body.body) == 1:
-            edits[1] = Edit(start, end, f"{ctx.indent_of(statement)}pass\n")
+            edits[1] = Edit(start, end, f"{ctx.indent_of(statement)}pass{ctx.newline}")
         where = "above the loop"
     else:
         data = use.data
         base = data.value if isinstance(data, cst.Name) else "hoisted"
         name = fresh_name(ctx, f"{base}_{'dev' if use.kind == 'h2d' else 'host'}")
         start, end = ctx.span(site.node)
-        edits = [Edit(insert_at, insert_at, f"{indent}{name} = {ctx.code(site.node)}\n"), Edit(start, end, name)]
+        edits = [Edit(insert_at, insert_at, f"{indent}{name} = {ctx.code(site.node)}{ctx.newline}"), Edit(start, end, name)]
         where = f"into `{name}` above the {'loop' if outer is not None else 'statement'}"
     return ctx.fix(f"Hoist {use.api.display} {where}", "unsafe", edits)
 
@@ -197,7 +197,7 @@ def wrap_fix(ctx: FileContext, loop_node: cst.CSTNode, region_call: str, title: 
     indent = ctx.indent_of(loop_node)
     r = ctx.range(loop_node)
     skip = _string_continuations(ctx, loop_node)
-    edits = [Edit(ctx.offset(r.start.line, 0), ctx.offset(r.start.line, 0), f"{indent}with {region_call}:\n")]
+    edits = [Edit(ctx.offset(r.start.line, 0), ctx.offset(r.start.line, 0), f"{indent}with {region_call}:{ctx.newline}")]
     for number in range(r.start.line, r.end.line + 1):
         start = ctx.offset(number, 0)
         if number in skip:

@@ -111,9 +111,9 @@ def _import_region(ctx: FileContext) -> Edit:
         ):
             last = statement
     if last is None:
-        return Edit(0, 0, "from offload_core import region\n")
+        return Edit(0, 0, f"from offload_core import region{ctx.newline}")
     _, end = ctx.line_span(last)
-    return Edit(end, end, "from offload_core import region\n")
+    return Edit(end, end, f"from offload_core import region{ctx.newline}")
 
 
 def _mutable_alias(ctx: FileContext, site: CallSite) -> None:
