@@ -269,3 +269,15 @@ def test_python_dash_m_and_check_subcommand(tree: Path) -> None:
     proc = run_cli("check", "clean.py", "--no-cache", cwd=tree)
     assert proc.returncode == 0
     assert ROOT.exists()
+
+
+def test_sarif_from_the_command_line_validates(tree: Path) -> None:
+    import jsonschema
+
+    schema = json.loads((ROOT / "tests" / "data" / "sarif-schema-2.1.0.json").read_text())
+    proc = run_cli("--format", "sarif", "-o", "out.sarif", "--no-cache", cwd=tree)
+    assert proc.returncode == 1 and proc.stdout == ""
+    log = json.loads((tree / "out.sarif").read_text())
+    validator = jsonschema.validators.validator_for(schema)
+    validator(schema, format_checker=validator.FORMAT_CHECKER).validate(log)
+    assert len(log["runs"][0]["results"]) == 3
