@@ -22,9 +22,6 @@ from offload_core.catalog import CatalogError, load_catalog
 from . import __version__
 from .config import ConfigError, enabled_codes, find_pyproject, load_config
 from .explain import explain_rule, list_rules
-from .fixing import fix_files
-from .output import emit
-from .session import Session
 
 
 def _codes(values: Sequence[str] | None) -> list[str] | None:
@@ -85,6 +82,11 @@ def cmd_check(argv: Sequence[str]) -> int:
     enabled = enabled_codes(
         catalog.rules, config, _codes(args.select), _codes(args.extend_select) or (), _codes(args.ignore) or ()
     )
+    # LibCST is the slow part of start-up; `rules` and `explain` never load it.
+    from .fixing import fix_files
+    from .output import emit
+    from .session import Session
+
     session = Session(catalog, config, enabled, args)
     run = session.run(paths)
     if args.fix or args.diff:

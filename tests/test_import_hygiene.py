@@ -23,6 +23,9 @@ CASES = {
     "from offload_core import In, kernel, offload\n"
     "@kernel\ndef k(x: In) -> None: pass\noffload(k, np.ones(3))": ("textual", "libcst", "linter", "profiler", "cupy"),
     "import linter": ("textual", "profiler", "cupy"),
+    "import linter.cli": ("textual", "profiler", "cupy"),
+    "import linter.engine, linter.runner, linter.reporters, linter.fixing": ("textual", "profiler", "cupy"),
+    "import linter.cli; linter.cli.main(['rules'])": ("textual", "profiler", "cupy", "libcst"),
     "import profiler": ("textual", "libcst", "linter", "cupy"),
 }
 
