@@ -9,27 +9,15 @@ recorded are the nodes the positions are keyed by.
 
 from __future__ import annotations
 
-import bisect
-from dataclasses import dataclass
 from typing import Any, Mapping
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
-from offload_core.catalog import Rule
-
 from .findings import Edit, Finding, Fix
 from .index import ModuleIndex
 from .semantics import Semantics
-
-
-@dataclass(frozen=True)
-class RuleSettings:
-    """The enabled rules of a run and the options each one gets."""
-
-    enabled: frozenset[str]
-    options: Mapping[str, Mapping[str, Any]]
-    rules: Mapping[str, Rule]
+from .source import RuleSettings
 
 
 class FileContext:

@@ -16,60 +16,26 @@ into exit code 2 without losing the other files' findings.
 from __future__ import annotations
 
 import ast
-import codecs
-import io
-import tokenize
 import traceback
-from dataclasses import dataclass
-from typing import Mapping
 
 import libcst as cst
 
 from . import suppressions
 from .apis import ApiIndex
 from .checks import CHECKS, checks_for
-from .context import FileContext, RuleSettings
+from .context import FileContext
 from .findings import FileResult, Finding
 from .index import build_index
 from .kernels import KernelIndex
 from .semantics import Semantics
-
-
-@dataclass(frozen=True)
-class Decoded:
-    text: str
-    encoding: str
-
-
-class DecodeError(ValueError):
-    pass
-
-
-def decode(data: bytes) -> Decoded:
-    """Bytes to text the way Python reads a source file: BOM, then `# coding:`, else UTF-8."""
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        codecs.lookup(encoding)
-        text = data.decode(encoding)
-    except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
-        raise DecodeError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    return Decoded(text, encoding)
-
-
-def _diagnostic(settings: RuleSettings, code: str, line: int, column: int, error: str) -> tuple[Finding, ...]:
-    if code not in settings.enabled:
-        return ()
-    message = settings.rules[code].format(error=error)
-    return (Finding(code, line, column, line, column, message),)
+from .source import DecodeError, Decoded, RuleSettings, decode, diagnostic, settings_for  # noqa: F401
 
 
 def _syntax_error(settings: RuleSettings, text: str, line: int, column: int, message: str) -> tuple[Finding, ...]:
     lines = text.splitlines() or [""]
     line = max(1, min(line, len(lines)))
     column = max(1, min(column, len(lines[line - 1]) or 1))
-    return _diagnostic(settings, "OFF901", line, column, message.replace("\n", " "))
+    return diagnostic(settings, "OFF901", line, column, message.replace("\n", " "))
 
 
 def vet(text: str) -> tuple[int, int, str] | None:
@@ -133,7 +99,7 @@ def lint_text(
             fn(ctx)
         exports = sem.exports()
     except RecursionError:
-        return FileResult(path, _diagnostic(settings, "OFF901", 1, 1, "nested too deeply for the linter to analyse"))
+        return FileResult(path, diagnostic(settings, "OFF901", 1, 1, "nested too deeply for the linter to analyse"))
     except Exception as exc:  # a bug in a check: report it, keep the run going
         where = traceback.extract_tb(exc.__traceback__)[-1]
         return FileResult(path, error=f"{type(exc).__name__}: {exc} (at {where.filename}:{where.lineno})")
@@ -154,7 +120,7 @@ def lint_bytes(
     try:
         decoded = decode(data)
     except DecodeError as exc:
-        return FileResult(path, _diagnostic(settings, "OFF902", 1, 1, f"cannot decode: {exc}")), None
+        return FileResult(path, diagnostic(settings, "OFF902", 1, 1, f"cannot decode: {exc}")), None
     return lint_text(decoded.text, settings, apis, kernels, **kwargs), decoded  # type: ignore[arg-type]
 
 
@@ -164,7 +130,3 @@ def all_codes() -> frozenset[str]:
     return frozenset(CHECKS) | frozenset(DIAGNOSTICS)
 
 
-def settings_for(rules: Mapping, enabled: frozenset[str], options: Mapping | None = None) -> RuleSettings:
-    """RuleSettings with each rule's catalog options overlaid by `options`."""
-    merged = {code: {**dict(rule.options), **dict((options or {}).get(code, {}))} for code, rule in rules.items()}
-    return RuleSettings(frozenset(enabled), merged, rules)

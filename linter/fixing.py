@@ -14,9 +14,7 @@ import sys
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable
 
-from .engine import lint_text
 from .findings import FileResult, Finding
-from .fixes import apply_fixes, unified_diff
 
 if TYPE_CHECKING:
     from .runner import Job, RunResult
@@ -44,6 +42,8 @@ def fix_text(
     applicable: Callable[[FileResult], list[Finding]],
 ) -> tuple[str, FileResult, str | None]:
     """Fix rounds on one text: (final text, its result, a note if a round had to be undone)."""
+    from .fixes import apply_fixes
+
     current = result
     for _ in range(ROUNDS):
         fixable = applicable(current)
@@ -60,6 +60,9 @@ def fix_text(
 
 
 def fix_files(session: Session, run: RunResult, write: bool) -> FixOutcome:
+    from .engine import lint_text
+    from .fixes import unified_diff
+
     outcome = FixOutcome()
     for n, result in enumerate(run.results):
         job = run.jobs.get(result.path)

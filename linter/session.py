@@ -18,7 +18,7 @@ from . import __version__
 from .apis import ApiIndex
 from .cache import Cache, fingerprint
 from .config import Config
-from .engine import settings_for
+from .source import settings_for
 from .findings import FileResult, Finding
 from .runner import RunResult, Runner, discover
 
