@@ -17,7 +17,9 @@ rule even when it is off by default (OFF106), `ALL` selects every rule.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,18 +78,22 @@ def relative(path: Path, root: Path) -> str:
         return path.as_posix()
 
 
+@functools.lru_cache(maxsize=64)
+def _compiled(patterns: tuple[str, ...]) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
+    """One regex for the component patterns, one for the path patterns (fnmatch semantics)."""
+    parts = [fnmatch.translate(p.rstrip("/")) for p in patterns if "/" not in p.rstrip("/")]
+    paths = [fnmatch.translate(p.rstrip("/")) for p in patterns if "/" in p.rstrip("/")]
+    return (re.compile("|".join(parts)) if parts else None, re.compile("|".join(paths)) if paths else None)
+
+
 def matches(rel: str, patterns: Iterable[str]) -> bool:
     """A pattern with a slash matches the relative path (or a folder above it); one without, any part of it."""
+    component, path = _compiled(tuple(patterns))
     parts = rel.split("/")
-    for pattern in patterns:
-        if "/" in pattern.rstrip("/"):
-            p = pattern.rstrip("/")
-            if fnmatch.fnmatch(rel, p) or rel.startswith(p + "/") or any(
-                fnmatch.fnmatch("/".join(parts[:i]), p) for i in range(1, len(parts))
-            ):
-                return True
-        elif any(fnmatch.fnmatch(part, pattern.rstrip("/")) for part in parts):
-            return True
+    if component is not None and any(component.match(part) for part in parts):
+        return True
+    if path is not None:
+        return any(path.match("/".join(parts[:i])) for i in range(1, len(parts) + 1))
     return False
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import re
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from .signatures import KernelIndex
 from .source import DecodeError, RuleSettings, decode, diagnostic
 
 _STATE: dict[str, Any] = {}
+_DEFINES_KERNEL = re.compile(r"@\s*[\w.]*kernel\b|RawKernel\s*\(")
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,8 @@ class Job:
 
     @property
     def may_export(self) -> bool:
-        return "kernel" in self.text
+        """Can this file define a kernel (`@kernel`, `@oc.kernel(...)`, `RawKernel(`)?"""
+        return _DEFINES_KERNEL.search(self.text) is not None
 
 
 @dataclass
@@ -159,7 +162,7 @@ class Runner:
     def _map(self, jobs: list[Job], sigs: dict) -> list[FileResult]:  # type: ignore[type-arg]
         if self.jobs == 1 or len(jobs) < 8:
             _init_worker(self.settings, self.apis)
-            return [self._tick(_lint_job(job, sigs), i, len(jobs)) for i, job in enumerate(jobs)]
+            return [r for i, job in enumerate(jobs) if (r := self._tick(_lint_job(job, sigs), i, len(jobs)))]
         if self._pool is None:
             method = "fork" if sys.platform.startswith("linux") else "spawn"
             self._pool = ProcessPoolExecutor(
@@ -174,13 +177,13 @@ class Runner:
             self._tick(None, len(out) - 1, len(jobs))
         return out
 
-    def _tick(self, result: FileResult | None, i: int, total: int) -> FileResult:  # type: ignore[return]
-        if self.progress and total >= 200 and (i + 1) % 100 == 0 or (self.progress and total >= 200 and i + 1 == total):
-            sys.stderr.write(f"\roffload-lint: {i + 1}/{total} files")
-            if i + 1 == total:
-                sys.stderr.write("\n")
+    def _tick(self, result: FileResult | None, i: int, total: int) -> FileResult | None:
+        """Progress on stderr for long runs in a terminal: every 100 files and at the end."""
+        done = i + 1
+        if self.progress and total >= 200 and (done % 100 == 0 or done == total):
+            sys.stderr.write(f"\roffload-lint: {done}/{total} files" + ("\n" if done == total else ""))
             sys.stderr.flush()
-        return result  # type: ignore[return-value]
+        return result
 
     def run(self, files: Iterable[Path]) -> RunResult:
         out = RunResult()
