@@ -22,7 +22,7 @@ import libcst as cst
 
 from . import suppressions
 from .apis import ApiIndex
-from .checks import CHECKS, checks_for
+from .checks import checks_for
 from .context import FileContext
 from .findings import FileResult, Finding
 from .index import build_index
@@ -122,11 +122,3 @@ def lint_bytes(
     except DecodeError as exc:
         return FileResult(path, diagnostic(settings, "OFF902", 1, 1, f"cannot decode: {exc}")), None
     return lint_text(decoded.text, settings, apis, kernels, **kwargs), decoded  # type: ignore[arg-type]
-
-
-def all_codes() -> frozenset[str]:
-    from .checks import DIAGNOSTICS
-
-    return frozenset(CHECKS) | frozenset(DIAGNOSTICS)
-
-

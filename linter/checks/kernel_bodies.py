@@ -14,7 +14,7 @@ import libcst as cst
 
 from ..context import FileContext
 from ..kernels import signature_of_def
-from ..semantics import MUTATING_METHODS
+from ..loops import MUTATING_METHODS
 from . import check
 
 
