@@ -41,6 +41,10 @@ CASES = {
     # the CUPTI source imports cupti-python only when a recording starts, and reads traces without offload_core
     "import profiler.cupti; from profiler.cupti import convert, rocprof, tracer, frames, apis, probe": (
         "textual", "libcst", "linter", "cupy", "cupti", "offload_core", "torch", "numba"),
+    "import linter.cli": ("textual", "profiler", "cupy"),
+    "import linter.engine, linter.runner, linter.reporters, linter.fixing": ("textual", "profiler", "cupy"),
+    "import contextlib, io, linter.cli  # `offload-lint rules` answers without LibCST\n"
+    "with contextlib.redirect_stdout(io.StringIO()): linter.cli.main(['rules'])": ("textual", "profiler", "cupy", "libcst"),
 }
 
 

@@ -30,6 +30,8 @@ def test_every_rule_is_complete_and_its_examples_are_python(rule) -> None:  # ty
     assert rule.summary and rule.rationale and rule.fix
     assert rule.invalid, "every rule has at least one invalid example"
     for example in rule.invalid + rule.valid:
+        if rule.id.startswith("OFF9") and example in rule.invalid:
+            continue  # tool diagnostics (OFF901 syntax error) are about code that does not parse
         ast.parse(example.code)  # examples are real code
     for example in rule.invalid:
         lines = example.code.splitlines()

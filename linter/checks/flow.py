@@ -1,0 +1,199 @@
+"""Checks that follow the order of events: OFF103 round trip, OFF202 use after move,
+OFF203 host access inside a region.
+
+Each replays a scope's event list in evaluation order with a small state.
+Branches are taken one after the other (an `if` and its `else` both run),
+which errs toward reporting a possible use after move and toward accepting
+a synchronisation made on one branch only. A loop's body is replayed twice,
+so what the end of one iteration leaves (a download, a move, a launch that
+wrote an array) meets the start of the next.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import libcst as cst
+
+from ..context import FileContext
+from ..index import Event, WithItem
+from ..kernels import WRITES
+from . import check
+
+Handler = Callable[[Event, int], None]
+
+
+def replay(events: list[Event], start: int, end: int, handle: Handler, depth: int = 0) -> None:
+    i = start
+    while i < end:
+        event = events[i]
+        if event.kind == "loop":
+            loop = event.extra
+            handle(event, i)
+            for _ in range(2 if depth < 3 else 1):
+                replay(events, loop.start + 1, loop.end, handle, depth + 1)
+            handle(events[loop.end], loop.end)
+            i = loop.end + 1
+        else:
+            handle(event, i)
+            i += 1
+
+
+@check("OFF103")
+def round_trip(ctx: FileContext) -> None:
+    sem = ctx.sem
+    for scope in ctx.index.scopes:
+        origin: dict[str, tuple[int, str]] = {}  # name -> (line of the download, its API)
+
+        def handle(event: Event, _: int) -> None:
+            kind, name = event.kind, event.name
+            if kind == "bind":
+                how, value = event.extra
+                site = sem.site(value) if how == "=" else None
+                use = sem.classify(site.node, site.scope) if site is not None else None
+                if use is not None and use.kind == "d2h":
+                    origin[name] = (ctx.line(site.node), use.api.display)
+                else:
+                    origin.pop(name, None)
+            elif kind in ("aug", "store", "del"):
+                origin.pop(name, None)
+            elif kind == "call":
+                site = event.extra
+                use = sem.classify(site.node, site.scope)
+                if use is not None and use.kind == "h2d" and isinstance(use.data, cst.Name) and use.data.value in origin:
+                    line, source_api = origin[use.data.value]
+                    ctx.report(
+                        "OFF103", site.node, api=use.api.display, array=use.data.value,
+                        source_api=source_api, d2h_line=line,
+                    )
+                for changed in sem.mutated_by(site):
+                    origin.pop(changed, None)
+
+        replay(scope.events, 0, len(scope.events), handle)
+
+
+@check("OFF202")
+def use_after_move(ctx: FileContext) -> None:
+    sem = ctx.sem
+    for scope in ctx.index.scopes:
+        moved: dict[str, tuple[int, str, str]] = {}  # name -> (line, param, kernel)
+
+        def handle(event: Event, _: int) -> None:
+            kind, name = event.kind, event.name
+            if kind in ("load", "store", "aug") and name in moved:
+                line, param, kernel = moved.pop(name)
+                ctx.report("OFF202", event.node, array=name, move_line=line, param=param, kernel=kernel)
+            elif kind in ("bind", "del"):
+                moved.pop(name, None)
+            elif kind == "call" and sem.is_offload(event.extra):
+                site = event.extra
+                sig, pairs = sem.launch(site)
+                for param, arg in pairs:
+                    if sig is not None and param is not None and param.access == "Owned" and isinstance(arg.value, cst.Name):
+                        moved[arg.value.value] = (ctx.line(site.node), param.name, sig.name)
+
+        replay(scope.events, 0, len(scope.events), handle)
+
+
+@dataclass
+class _Region:
+    item: WithItem
+    mapped: set[str]
+    device_newer: set[str] = field(default_factory=set)  # a launch wrote it; the host copy is stale
+    pending: dict[str, cst.CSTNode] = field(default_factory=dict)  # host writes not yet sent to the device
+
+    def sync(self, method: str, name: str) -> str:
+        handle = self.item.asname
+        return f"{handle}.{method}({name})" if handle else f"{method}({name}) on the region (`with region(...) as r`)"
+
+
+@check("OFF203")
+def host_access_in_region(ctx: FileContext) -> None:
+    sem = ctx.sem
+    for scope in ctx.index.scopes:
+        if not any(e.kind == "with" for e in scope.events):
+            continue
+        exempt: set[int] = set()  # loads that are launch or update arguments, not host code
+        for site in ctx.index.calls:
+            if site.scope is not scope:
+                continue
+            use = sem.classify(site.node, scope)
+            skip_first = sem.is_offload(site)
+            if skip_first or sem.is_region(site.node) or (use is not None and use.api.library == "offload_core"):
+                for k, (start, end) in enumerate(site.arg_ranges):
+                    if (k > 0 or not skip_first) and sem.array_root(site.node.args[k].value, scope) is not None:
+                        exempt.update(range(start, end))
+        stack: list[_Region] = []
+
+        def find(node: cst.CSTNode) -> tuple[_Region, str] | None:
+            if not stack or not isinstance(node, cst.BaseExpression):
+                return None
+            root = sem.array_root(node, scope)
+            for region in reversed(stack):
+                if root in region.mapped:
+                    return region, root
+            return None
+
+        def line_of(region: _Region) -> int:
+            return ctx.line(region.item.node)
+
+        def handle(event: Event, index: int) -> None:
+            kind = event.kind
+            if kind == "with":
+                item = event.extra
+                if item.call is not None and sem.is_region(item.call.node):
+                    roots = {sem.array_root(a.value, scope) for a in item.call.node.args if not a.star}
+                    stack.append(_Region(item, {r for r in roots if r}))
+            elif kind == "endwith":
+                if stack and stack[-1].item is event.extra:
+                    stack.pop()
+            elif kind == "load" and index not in exempt:
+                found = find(event.node)
+                if found and found[1] in found[0].device_newer:
+                    region, root = found
+                    ctx.report("OFF203", event.node, access="reads", array=event.name, region_line=line_of(region),
+                               sync_call=region.sync("update_host", root))
+            elif kind in ("store", "aug"):
+                found = find(event.node)
+                if found:
+                    region, root = found
+                    if root in region.device_newer:
+                        ctx.report("OFF203", event.node, access="writes", array=root, region_line=line_of(region),
+                                   sync_call=region.sync("update_host", root))
+                    else:
+                        region.pending[root] = event.node
+            elif kind == "bind":
+                for region in stack:
+                    region.mapped.discard(event.name)
+            elif kind == "call":
+                _call(event.extra)
+
+        def _call(site) -> None:  # type: ignore[no-untyped-def]
+            if not stack:
+                return
+            if sem.is_offload(site):
+                _, pairs = sem.launch(site)
+                for param, arg in pairs:
+                    found = find(arg.value)
+                    if not found:
+                        continue
+                    region, root = found
+                    if root in region.pending:
+                        ctx.report("OFF203", region.pending.pop(root), access="writes", array=root,
+                                   region_line=line_of(region), sync_call=region.sync("update_device", root))
+                    if param is None or param.access in WRITES:
+                        region.device_newer.add(root)
+                return
+            use = sem.classify(site.node, scope)
+            if use is None or use.api.library != "offload_core" or use.data is None:
+                return
+            found = find(use.data)
+            if found:
+                region, root = found
+                if use.api.method == "update_host":
+                    region.device_newer.discard(root)
+                elif use.api.method == "update_device":
+                    region.pending.pop(root, None)
+
+        replay(scope.events, 0, len(scope.events), handle)

@@ -1,0 +1,79 @@
+"""Kernel bodies against their annotations: OFF204 (InOut never read), OFF205 (In written).
+
+The body of an `@kernel` function is read in evaluation order until the
+parameter is rebound (`x = x + 1` makes `x` a local array; what happens to
+it afterwards is not a write to the parameter). A read is any load of the
+name other than as the target of a store (`out[...] = ...`); writes are
+stores into it, augmented assignments (in place for arrays), in-place
+methods (`fill`, torch's `add_`), `out=` arguments and `copyto`.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..context import FileContext
+from ..kernels import signature_of_def
+from ..loops import MUTATING_METHODS
+from . import check
+
+
+@check("OFF204", "OFF205")
+def kernel_bodies(ctx: FileContext) -> None:
+    sem = ctx.sem
+    calls_by_scope: dict[int, list] = {}
+    for site in ctx.index.calls:
+        calls_by_scope.setdefault(id(site.scope), []).append(site)
+    for node, scope in ctx.index.functions:
+        sig = signature_of_def(node, ctx.index.module_name, sem.qualify)
+        if sig is None:
+            continue
+        sites = {site.index: site for site in calls_by_scope.get(id(scope), [])}
+        for param in sig.params:
+            if param.access == "InOut" and ctx.enabled("OFF204"):
+                if not _reads(scope.events, param.name):
+                    ctx.report("OFF204", scope.params[param.name].name, param=param.name, kernel=sig.name)
+            elif param.access == "In" and ctx.enabled("OFF205"):
+                write = _first_write(ctx, scope.events, sites, param.name)
+                if write is not None:
+                    ctx.report("OFF205", write[0], kernel=sig.name, param=param.name, how=write[1])
+
+
+def _live(events: list, name: str):  # type: ignore[no-untyped-def]
+    """Events up to the first rebinding of `name` after its parameter binding."""
+    for index, event in enumerate(events):
+        if event.name == name and event.kind in ("bind", "del") and event.extra is not None and event.extra[0] != "param":
+            return
+        yield index, event
+
+
+def _reads(events: list, name: str) -> bool:
+    return any(e.kind == "load" and e.name == name for _, e in _live(events, name))
+
+
+def _first_write(ctx: FileContext, events: list, sites: dict, name: str) -> tuple[cst.CSTNode, str] | None:
+    for index, event in _live(events, name):
+        if event.name == name and event.kind == "store":
+            return event.node, "item or attribute assignment"
+        if event.name == name and event.kind == "aug":
+            return event.extra, "augmented assignment, in place for arrays"
+        if event.kind == "call":
+            site = sites.get(index)
+            if site is None:
+                continue
+            call = site.node
+            func = call.func
+            if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == name:
+                method = func.attr.value
+                if method in MUTATING_METHODS or (method.endswith("_") and not method.startswith("_")):
+                    return call, f"in-place method .{method}()"
+            for k, arg in enumerate(call.args):
+                is_target = isinstance(arg.value, cst.Name) and arg.value.value == name
+                if not is_target:
+                    continue
+                if arg.keyword is not None and arg.keyword.value == "out":
+                    return call, "out= argument"
+                qualname = ctx.sem.qualify(func) or ""
+                if k == 0 and arg.keyword is None and qualname.endswith(".copyto"):
+                    return call, "copyto destination"
+    return None

@@ -1,0 +1,100 @@
+"""What a check sees of one file, and how it reports.
+
+Positions are resolved lazily: LibCST computes them with a full code
+generation pass, which a file without findings never needs, so the first
+`report` pays for it and the rest reuse it. The module is wrapped without
+the deep copy MetadataWrapper makes by default, so the nodes the index
+recorded are the nodes the positions are keyed by.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+
+from .findings import Edit, Finding, Fix
+from .index import ModuleIndex
+from .semantics import Semantics
+from .source import RuleSettings
+
+
+class FileContext:
+    def __init__(self, source: str, index: ModuleIndex, sem: Semantics, settings: RuleSettings) -> None:
+        self.source = source
+        self.module = index.module
+        self.index = index
+        self.sem = sem
+        self.settings = settings
+        self.findings: list[Finding] = []
+        self._positions: Mapping[cst.CSTNode, CodeRange] | None = None
+        self._line_starts: list[int] | None = None
+        self._seen: set[tuple[str, int, int]] = set()
+
+    def enabled(self, *codes: str) -> bool:
+        return any(c in self.settings.enabled for c in codes)
+
+    def options(self, code: str) -> Mapping[str, Any]:
+        return self.settings.options.get(code, {})
+
+    # -- positions ------------------------------------------------------------------
+
+    def range(self, node: cst.CSTNode) -> CodeRange:
+        if self._positions is None:
+            self._positions = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+        return self._positions[node]
+
+    def line(self, node: cst.CSTNode) -> int:
+        return self.range(node).start.line
+
+    def offset(self, line: int, column: int) -> int:
+        """Character offset of a 1-based line and 0-based column (LibCST's convention)."""
+        if self._line_starts is None:
+            starts = [0]
+            for i, ch in enumerate(self.source):
+                if ch == "\n":
+                    starts.append(i + 1)
+            self._line_starts = starts
+        return self._line_starts[line - 1] + column
+
+    def span(self, node: cst.CSTNode) -> tuple[int, int]:
+        r = self.range(node)
+        return self.offset(r.start.line, r.start.column), self.offset(r.end.line, r.end.column)
+
+    def line_span(self, node: cst.CSTNode) -> tuple[int, int]:
+        """From the start of the node's first line to just past the newline of its last line."""
+        r = self.range(node)
+        start = self.offset(r.start.line, 0)
+        end = self.source.find("\n", self.offset(r.end.line, r.end.column))
+        return start, (len(self.source) if end < 0 else end + 1)
+
+    def indent_of(self, node: cst.CSTNode) -> str:
+        r = self.range(node)
+        line = self.source[self.offset(r.start.line, 0):self.offset(r.start.line, r.start.column)]
+        return line if not line.strip() else ""
+
+    @property
+    def newline(self) -> str:
+        return self.module.default_newline
+
+    def code(self, node: cst.CSTNode) -> str:
+        return self.module.code_for_node(node)
+
+    # -- reporting --------------------------------------------------------------------
+
+    def report(self, code: str, node: cst.CSTNode, fix: Fix | None = None, **fields: Any) -> None:
+        if code not in self.settings.enabled:
+            return
+        r = self.range(node)
+        key = (code, r.start.line, r.start.column)
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        message = self.settings.rules[code].format(**fields)
+        self.findings.append(
+            Finding(code, r.start.line, r.start.column + 1, r.end.line, r.end.column + 1, message, fix)
+        )
+
+    def fix(self, title: str, safety: str, edits: list[Edit]) -> Fix:
+        return Fix(title, safety, tuple(sorted(edits, key=lambda e: (e.start, e.end))))

@@ -1,0 +1,98 @@
+"""`--fix` and `--diff`: apply fixes file by file until nothing applicable is left.
+
+Each round applies the non-overlapping applicable fixes of one file, then
+lints the new text again (fresh positions, fresh findings): fixes that
+touched the same lines land in the next round, and a fix can never be
+applied to code that has moved. If a round produced code that no longer
+parses (a bug in a fix), the file keeps the last text that did, and the
+user is told. Ten rounds bound the loop.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Callable
+
+from .findings import FileResult, Finding
+
+if TYPE_CHECKING:
+    from .runner import Job, RunResult
+    from .session import Session
+
+ROUNDS = 10
+
+
+@dataclass
+class FixOutcome:
+    fixed: int = 0
+    files: int = 0
+    diff: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+def _applicable(session: Session, result: FileResult) -> list[Finding]:
+    return [f for f in session.visible(result) if not f.suppressed and f.fixable(session.unsafe)]
+
+
+def fix_text(
+    text: str,
+    result: FileResult,
+    relint: Callable[[str], FileResult],
+    applicable: Callable[[FileResult], list[Finding]],
+) -> tuple[str, FileResult, str | None]:
+    """Fix rounds on one text: (final text, its result, a note if a round had to be undone)."""
+    from .fixes import apply_fixes
+
+    current = result
+    for _ in range(ROUNDS):
+        fixable = applicable(current)
+        if not fixable:
+            break
+        new_text, applied = apply_fixes(text, [f.fix for f in fixable if f.fix is not None])
+        if not applied or new_text == text:
+            break
+        again = relint(new_text)
+        if again.error is not None or any(f.code == "OFF901" for f in again.findings):
+            return text, current, "a fix produced code that does not parse; kept the last good version"
+        text, current = new_text, again
+    return text, current, None
+
+
+def fix_files(session: Session, run: RunResult, write: bool) -> FixOutcome:
+    from .engine import lint_text
+    from .fixes import unified_diff
+
+    outcome = FixOutcome()
+    for n, result in enumerate(run.results):
+        job = run.jobs.get(result.path)
+        if job is None or not _applicable(session, result):
+            continue
+        before = len([f for f in session.visible(result) if not f.suppressed])
+
+        def relint(new_text: str, job: Job = job) -> FileResult:
+            return lint_text(
+                new_text, session.settings, session.apis, run.index,
+                path=job.display, module_name=job.module_name, is_package=job.is_package,
+            )
+
+        text, current, note = fix_text(job.text, result, relint, lambda r: _applicable(session, r))
+        if note:
+            outcome.notes.append(f"{job.display}: {note}")
+        if text == job.text:
+            continue
+        outcome.files += 1
+        after = len([f for f in session.visible(current) if not f.suppressed])
+        outcome.fixed += max(0, before - after)
+        if write:
+            try:
+                job.path.write_bytes(text.encode(job.encoding))
+            except (OSError, UnicodeEncodeError) as exc:
+                outcome.notes.append(f"{job.display}: cannot write the fixed file ({exc})")
+                continue
+            run.results[n] = replace(current, path=result.path)
+        else:
+            outcome.diff += unified_diff(job.display, job.text, text)
+    for note in outcome.notes:
+        sys.stderr.write(f"offload-lint: {note}\n")
+    return outcome

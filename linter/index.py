@@ -1,0 +1,390 @@
+"""One walk over a file's syntax tree that records everything the checks ask about.
+
+The linter parses each file once and walks the tree once. The walk does not
+judge anything: it records, per scope (module, function, lambda, class), a
+flat list of events in evaluation order (a name loaded, bound, stored into,
+a call, a loop or `with` opening and closing) plus the calls, loops and
+`with` items with their context. Every check then reads these lists, which
+is what lets all checks share one pass: loop invariance is a question about
+the events between a loop's start and end, flow checks (use after move,
+round trips, host access in a region) replay the event list in order, and
+a loop's body is replayed twice to see what one iteration leaves for the
+next.
+
+Evaluation order matters for the flow checks, so the visitor drives the
+traversal itself where Python evaluates children out of source order: the
+value of an assignment before its targets, a `for` loop's iterable before
+the loop, a comprehension's first iterable in the enclosing scope.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import libcst as cst
+
+from .model import CallSite, Event, Loop, ModuleIndex, Scope, WithItem, _dotted, root_name  # noqa: F401
+
+
+class Indexer(cst.CSTVisitor):
+    """Builds a ModuleIndex; use `build_index`."""
+
+    def __init__(self, module: cst.Module, module_name: str, is_package: bool) -> None:
+        super().__init__()
+        self.idx = ModuleIndex(module, module_name)
+        self.is_package = is_package
+        self.scope = self._new_scope("module", module, None, module_name)
+        self.loops: list[Loop] = []
+        self.withs: list[WithItem] = []
+        self.stmts: list[cst.CSTNode] = []
+        self.small: cst.CSTNode | None = None
+        self.callsite_of = self.idx.callsite_of
+
+    # -- plumbing -----------------------------------------------------------------
+
+    def _new_scope(self, kind: str, node: cst.CSTNode, parent: Scope | None, name: str) -> Scope:
+        scope = Scope(kind, node, parent, name)
+        self.idx.scopes.append(scope)
+        return scope
+
+    def _emit(self, kind: str, name: str, node: cst.CSTNode, extra: Any = None) -> None:
+        self.scope.events.append(Event(kind, name, node, extra))
+
+    def _bind(self, name: str, node: cst.CSTNode, how: str, value: cst.CSTNode | None) -> None:
+        self.idx.names.add(name)
+        self.scope.bind(name, how, value)
+        self._emit("bind", name, node, (how, value))
+
+    def _in_new_scope(self, scope: Scope, body: list[cst.CSTNode]) -> None:
+        saved = (self.scope, self.loops, self.withs, self.stmts, self.small)
+        self.scope, self.loops, self.withs, self.stmts, self.small = scope, [], [], [], None
+        for child in body:
+            child.visit(self)
+        self.scope, self.loops, self.withs, self.stmts, self.small = saved
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, (cst.BaseCompoundStatement, cst.SimpleStatementLine)):
+            self.stmts.append(node)
+        elif isinstance(node, cst.BaseSmallStatement):
+            self.small = node
+        return super().on_visit(node)
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        super().on_leave(original_node)
+        if isinstance(original_node, (cst.BaseCompoundStatement, cst.SimpleStatementLine)):
+            if self.stmts and self.stmts[-1] is original_node:
+                self.stmts.pop()
+        elif isinstance(original_node, cst.BaseSmallStatement):
+            self.small = None
+
+    def _store_target(self, target: cst.CSTNode, how: str, value: cst.CSTNode | None) -> None:
+        if isinstance(target, cst.Name):
+            self._bind(target.value, target, how, value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._store_target(element.value, how, None)
+        elif isinstance(target, cst.StarredElement):
+            self._store_target(target.value, how, None)
+        elif isinstance(target, (cst.Subscript, cst.Attribute)):
+            base = target
+            while isinstance(base, (cst.Subscript, cst.Attribute)):
+                if isinstance(base, cst.Subscript):
+                    for element in base.slice:
+                        element.visit(self)
+                base = base.value
+            if isinstance(base, cst.Name):
+                self._emit("store", base.value, target)
+            else:
+                base.visit(self)
+        else:
+            target.visit(self)
+
+    def _loop_start(self, node: cst.CSTNode, kind: str) -> Loop:
+        loop = Loop(node, kind, self.scope, self.loops[-1] if self.loops else None, len(self.withs), len(self.stmts))
+        loop.start = len(self.scope.events)
+        self._emit("loop", "", node, loop)
+        self.loops.append(loop)
+        self.idx.loops.append(loop)
+        return loop
+
+    def _loop_end(self, loop: Loop) -> None:
+        self.loops.pop()
+        loop.end = len(self.scope.events)
+        self._emit("endloop", "", loop.node, loop)
+
+    # -- names and imports ------------------------------------------------------------
+
+    def visit_Name(self, node: cst.Name) -> bool:
+        self.idx.names.add(node.value)
+        self._emit("load", node.value, node)
+        return False
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        for alias in node.names:
+            full = _dotted(alias.name)
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+                self.idx.aliases[local] = full
+            else:
+                local = full.split(".")[0]
+                self.idx.aliases[local] = local
+            self._bind(local, alias, "import", None)
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        module = _dotted(node.module) if node.module is not None else ""
+        if node.relative:
+            package = self.idx.module_name if self.is_package else self.idx.module_name.rpartition(".")[0]
+            for _ in range(len(node.relative) - 1):
+                package = package.rpartition(".")[0]
+            module = ".".join(p for p in (package, module) if p)
+        if isinstance(node.names, cst.ImportStar):
+            self.idx.star_imports.append(module)
+            return False
+        for alias in node.names:
+            name = _dotted(alias.name)
+            local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else name
+            self.idx.aliases[local] = f"{module}.{name}" if module else name
+            self._bind(local, alias, "import", None)
+        return False
+
+    def visit_Global(self, node: cst.Global) -> bool:
+        return False
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> bool:
+        return False
+
+    # -- assignments --------------------------------------------------------------
+
+    def visit_Assign(self, node: cst.Assign) -> bool:
+        node.value.visit(self)
+        for target in node.targets:
+            self._store_target(target.target, "=", node.value)
+        return False
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> bool:
+        if node.value is not None:
+            node.value.visit(self)
+            self._store_target(node.target, "=", node.value)
+        return False
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> bool:
+        node.value.visit(self)
+        if isinstance(node.target, cst.Name):
+            name = node.target.value
+            self._emit("load", name, node.target)
+            self.scope.bind(name, "aug", node.value)
+            self._emit("aug", name, node.target, node)
+        else:
+            node.target.visit(self)
+            self._store_target(node.target, "aug", None)
+        return False
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> bool:
+        node.value.visit(self)
+        self._store_target(node.target, "=", node.value)
+        return False
+
+    def visit_Del(self, node: cst.Del) -> bool:
+        targets = node.target.elements if isinstance(node.target, (cst.Tuple, cst.List)) else [node.target]
+        for target in targets:
+            value = target.value if isinstance(target, cst.BaseElement) else target
+            if isinstance(value, cst.Name):
+                self._emit("del", value.value, value)
+            else:
+                self._store_target(value, "other", None)
+        return False
+
+    # -- calls --------------------------------------------------------------------
+
+    def visit_Call(self, node: cst.Call) -> bool:
+        events = self.scope.events
+        start = len(events)
+        node.func.visit(self)
+        func_range = (start, len(events))
+        arg_ranges = []
+        for arg in node.args:
+            s = len(events)
+            arg.value.visit(self)
+            arg_ranges.append((s, len(events)))
+        site = CallSite(
+            node, self.scope, tuple(self.loops), tuple(self.withs), tuple(self.stmts), self.small,
+            func_range, tuple(arg_ranges),
+        )
+        site.index = len(events)
+        self._emit("call", "", node, site)
+        self.idx.calls.append(site)
+        self.callsite_of[id(node)] = site
+        for loop in self.loops:
+            loop.calls.append(site)
+        return False
+
+    # -- loops ----------------------------------------------------------------------
+
+    def visit_For(self, node: cst.For) -> bool:
+        node.iter.visit(self)
+        loop = self._loop_start(node, "for")
+        self._store_target(node.target, "for", None)
+        node.body.visit(self)
+        self._loop_end(loop)
+        if node.orelse is not None:
+            node.orelse.visit(self)
+        return False
+
+    def visit_While(self, node: cst.While) -> bool:
+        loop = self._loop_start(node, "while")
+        node.test.visit(self)
+        node.body.visit(self)
+        self._loop_end(loop)
+        if node.orelse is not None:
+            node.orelse.visit(self)
+        return False
+
+    def _comprehension(self, for_in: cst.CompFor, elements: list[cst.CSTNode], first: bool) -> None:
+        if first:
+            for_in.iter.visit(self)  # the outermost iterable runs once, outside the loop
+        loop = self._loop_start(for_in, "comp")
+        self._store_target(for_in.target, "for", None)
+        for cond in for_in.ifs:
+            cond.test.visit(self)
+        if for_in.inner_for_in is not None:
+            for_in.inner_for_in.iter.visit(self)
+            self._comprehension(for_in.inner_for_in, elements, False)
+        else:
+            for element in elements:
+                element.visit(self)
+        self._loop_end(loop)
+
+    def visit_ListComp(self, node: cst.ListComp) -> bool:
+        self._comprehension(node.for_in, [node.elt], True)
+        return False
+
+    def visit_SetComp(self, node: cst.SetComp) -> bool:
+        self._comprehension(node.for_in, [node.elt], True)
+        return False
+
+    def visit_GeneratorExp(self, node: cst.GeneratorExp) -> bool:
+        self._comprehension(node.for_in, [node.elt], True)
+        return False
+
+    def visit_DictComp(self, node: cst.DictComp) -> bool:
+        self._comprehension(node.for_in, [node.key, node.value], True)
+        return False
+
+    # -- with, try, match -------------------------------------------------------------
+
+    def visit_With(self, node: cst.With) -> bool:
+        opened = 0
+        for item in node.items:
+            start = len(self.scope.events)
+            item.item.visit(self)
+            asname = None
+            if item.asname is not None:
+                self._store_target(item.asname.name, "with", item.item)
+                if isinstance(item.asname.name, cst.Name):
+                    asname = item.asname.name.value
+            entry = WithItem(node, item, self.callsite_of.get(id(item.item)), asname, start, len(self.scope.events))
+            self.withs.append(entry)
+            self._emit("with", "", node, entry)
+            opened += 1
+        node.body.visit(self)
+        for _ in range(opened):
+            entry = self.withs.pop()
+            self._emit("endwith", "", node, entry)
+        return False
+
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> bool:
+        if node.type is not None:
+            node.type.visit(self)
+        if node.name is not None:
+            self._store_target(node.name.name, "other", None)
+        node.body.visit(self)
+        return False
+
+    def visit_ExceptStarHandler(self, node: cst.ExceptStarHandler) -> bool:
+        node.type.visit(self)
+        if node.name is not None:
+            self._store_target(node.name.name, "other", None)
+        node.body.visit(self)
+        return False
+
+    def visit_MatchAs(self, node: cst.MatchAs) -> bool:
+        if node.pattern is not None:
+            node.pattern.visit(self)
+        if node.name is not None:
+            self._store_target(node.name, "other", None)
+        return False
+
+    def visit_MatchStar(self, node: cst.MatchStar) -> bool:
+        if node.name is not None:
+            self._store_target(node.name, "other", None)
+        return False
+
+    def visit_MatchMapping(self, node: cst.MatchMapping) -> bool:
+        for element in node.elements:
+            element.key.visit(self)
+            element.pattern.visit(self)
+        if node.rest is not None:
+            self._store_target(node.rest, "other", None)
+        return False
+
+    def visit_MatchKeywordElement(self, node: cst.MatchKeywordElement) -> bool:
+        node.pattern.visit(self)
+        return False
+
+    # -- definitions --------------------------------------------------------------
+
+    def _parameters(self, params: cst.Parameters, scope: Scope) -> None:
+        everything = [*params.posonly_params, *params.params, *params.kwonly_params]
+        for extra in (params.star_arg, params.star_kwarg):
+            if isinstance(extra, cst.Param):
+                everything.append(extra)
+        for param in everything:
+            if param.default is not None:
+                param.default.visit(self)
+        for param in everything:
+            scope.params[param.name.value] = param
+            scope.bind(param.name.value, "param", param)
+            scope.events.append(Event("bind", param.name.value, param.name, ("param", param)))
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        for decorator in node.decorators:
+            decorator.decorator.visit(self)
+        scope = Scope("function", node, self.scope, node.name.value)
+        self.idx.scopes.append(scope)
+        self._parameters(node.params, scope)
+        self._bind(node.name.value, node.name, "def", node)
+        self.idx.functions.append((node, scope))
+        body = node.body.body if isinstance(node.body, cst.IndentedBlock) else node.body.body
+        self._in_new_scope(scope, list(body))
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        scope = Scope("lambda", node, self.scope, "<lambda>")
+        self.idx.scopes.append(scope)
+        self._parameters(node.params, scope)
+        self._in_new_scope(scope, [node.body])
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        for decorator in node.decorators:
+            decorator.decorator.visit(self)
+        for arg in (*node.bases, *node.keywords):
+            arg.value.visit(self)
+        scope = Scope("class", node, self.scope, node.name.value)
+        self.idx.scopes.append(scope)
+        body = node.body.body if isinstance(node.body, cst.IndentedBlock) else node.body.body
+        self._in_new_scope(scope, list(body))
+        self._bind(node.name.value, node.name, "def", node)
+        return False
+
+
+def build_index(module: cst.Module, module_name: str = "__main__", is_package: bool = False) -> ModuleIndex:
+    indexer = Indexer(module, module_name, is_package)
+    for statement in module.body:
+        statement.visit(indexer)
+    return indexer.idx

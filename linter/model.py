@@ -1,0 +1,106 @@
+"""The records the indexing walk produces: scopes, their event lists, loops, calls, `with` items.
+
+They are mutable while the walk fills them and read-only afterwards; the
+checks and `Semantics` only read them. See `index.py` for why a file is
+reduced to per-scope event lists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import libcst as cst
+
+
+class Event(NamedTuple):
+    """kind: load | bind | store | aug | del | call | loop | endloop | with | endwith."""
+
+    kind: str
+    name: str
+    node: cst.CSTNode
+    extra: Any = None
+
+
+@dataclass(eq=False)
+class Scope:
+    kind: str  # module | function | lambda | class
+    node: cst.CSTNode
+    parent: Scope | None
+    name: str
+    events: list[Event] = field(default_factory=list)
+    # name -> (how, value): how is "=", "aug", "for", "with", "param", "import", "def", "other"
+    assigns: dict[str, list[tuple[str, cst.CSTNode | None]]] = field(default_factory=dict)
+    params: dict[str, cst.Param] = field(default_factory=dict)
+
+    def bind(self, name: str, how: str, value: cst.CSTNode | None) -> None:
+        self.assigns.setdefault(name, []).append((how, value))
+
+
+@dataclass(eq=False)
+class Loop:
+    node: cst.CSTNode  # For, While or CompFor
+    kind: str  # for | while | comp
+    scope: Scope
+    parent: Loop | None
+    with_depth: int  # `with` items of the scope already open when the loop began
+    stmt_depth: int  # statements of the scope open when the loop began (the loop included)
+    start: int = 0  # index of its "loop" event
+    end: int = 0  # index of its "endloop" event
+    calls: list[CallSite] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class WithItem:
+    node: cst.With
+    item: cst.WithItem
+    call: CallSite | None
+    asname: str | None
+    start: int  # event index where the item's expression begins
+    end: int = 0  # event index where it ends
+
+
+@dataclass(eq=False)
+class CallSite:
+    node: cst.Call
+    scope: Scope
+    loops: tuple[Loop, ...]  # innermost last, this scope only
+    withs: tuple[WithItem, ...]
+    stmts: tuple[cst.CSTNode, ...]  # open statements of this scope, innermost last
+    small: cst.CSTNode | None  # the small statement holding the call
+    func_range: tuple[int, int]
+    arg_ranges: tuple[tuple[int, int], ...]
+    index: int = 0  # index of its "call" event
+
+    @property
+    def loop(self) -> Loop | None:
+        return self.loops[-1] if self.loops else None
+
+
+@dataclass(eq=False)
+class ModuleIndex:
+    module: cst.Module
+    module_name: str
+    aliases: dict[str, str] = field(default_factory=dict)  # local name -> qualified name
+    star_imports: list[str] = field(default_factory=list)
+    scopes: list[Scope] = field(default_factory=list)
+    calls: list[CallSite] = field(default_factory=list)
+    loops: list[Loop] = field(default_factory=list)
+    functions: list[tuple[cst.FunctionDef, Scope]] = field(default_factory=list)  # (def, its own scope)
+    names: set[str] = field(default_factory=set)
+    callsite_of: dict[int, CallSite] = field(default_factory=dict)  # id(Call node) -> its CallSite
+
+
+def _dotted(node: cst.CSTNode | None) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{_dotted(node.value)}.{node.attr.value}"
+    return ""
+
+
+def root_name(node: cst.CSTNode) -> cst.Name | None:
+    """The variable at the bottom of `a.b[c].d`: the one a store into it changes."""
+    while isinstance(node, (cst.Attribute, cst.Subscript)):
+        node = node.value
+    return node if isinstance(node, cst.Name) else None

@@ -1,0 +1,246 @@
+"""A run over many files: discovery, prefilter, cache, worker pool, cross-file kernels.
+
+The main process reads every file once, decodes it and applies the text
+prefilter (a regex for the known libraries' module names), which settles
+most files of an ordinary tree without parsing them. The rest go through
+the cache and then to a process pool.
+
+Kernel signatures cross files in two waves: files that mention `kernel`
+(the only ones that can define one) are linted first; their exports form
+the KernelIndex the other files are linted with. A first-wave file that
+itself imports a kernel from another first-wave file is linted again once
+the index is complete, as is a cached result whose imported kernels have
+changed since (`needs`). Under pre-commit (`PRE_COMMIT=1`), which already
+runs hooks in parallel, the pool is not used.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import re
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from .apis import ApiIndex
+from .cache import Cache
+from .config import Config, matches
+from .findings import FileResult
+from .signatures import KernelIndex
+from .source import DecodeError, RuleSettings, decode, diagnostic
+
+_STATE: dict[str, Any] = {}
+_DEFINES_KERNEL = re.compile(r"@\s*[\w.]*kernel\b|RawKernel\s*\(")
+
+
+@dataclass(frozen=True)
+class Job:
+    path: Path
+    display: str
+    module_name: str
+    is_package: bool
+    text: str
+    key: str
+    encoding: str = "utf-8"
+
+    @property
+    def may_export(self) -> bool:
+        """Can this file define a kernel (`@kernel`, `@oc.kernel(...)`, `RawKernel(`)?"""
+        return _DEFINES_KERNEL.search(self.text) is not None
+
+
+@dataclass
+class RunResult:
+    results: list[FileResult] = field(default_factory=list)
+    jobs: dict[str, Job] = field(default_factory=dict)  # display path -> job (files that were analysed)
+    files: int = 0
+    skipped: int = 0
+    cached: int = 0
+    index: KernelIndex = field(default_factory=KernelIndex)
+
+
+def discover(paths: Sequence[Path], config: Config) -> list[Path]:
+    """Python files under `paths`, minus excluded ones; a named file is taken whatever its suffix.
+
+    Exclusion is matched on paths relative to the configuration's folder,
+    built by string joins during the walk: resolving every file (a syscall
+    each) was a third of a warm run.
+    """
+    root = str(config.root.resolve())
+    found: list[Path] = []
+    seen: set[str] = set()
+
+    def rel_of(absolute: str) -> str:
+        if absolute == root:
+            return ""
+        if absolute.startswith(root + os.sep):
+            return absolute[len(root) + 1:].replace(os.sep, "/")
+        return absolute.replace(os.sep, "/")
+
+    def add(path: Path, absolute: str) -> None:
+        if absolute not in seen:
+            seen.add(absolute)
+            found.append(path)
+
+    for path in paths:
+        top = str(path.resolve())
+        if path.is_dir():
+            for folder, dirs, files in os.walk(path):
+                base = os.path.join(top, os.path.relpath(folder, path)) if folder != str(path) else top
+                base = os.path.normpath(base)
+                dirs[:] = sorted(d for d in dirs if not matches(rel_of(os.path.join(base, d)), config.exclude))
+                for name in sorted(files):
+                    if name.endswith((".py", ".pyi")):
+                        absolute = os.path.join(base, name)
+                        if not matches(rel_of(absolute), config.exclude):
+                            add(Path(folder) / name, absolute)
+        elif not matches(rel_of(top), config.exclude):
+            add(path, top)
+    return found
+
+
+def module_name_of(path: Path) -> tuple[str, bool]:
+    """Dotted module name from the package folders (`__init__.py`) above the file."""
+    path = path.resolve()
+    parts = [] if path.stem == "__init__" else [path.stem]
+    folder = path.parent
+    while (folder / "__init__.py").exists() and folder.parent != folder:
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return ".".join(parts) or path.stem, path.stem == "__init__"
+
+
+def display_path(path: Path) -> str:
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _init_worker(settings: RuleSettings, apis: ApiIndex) -> None:
+    _STATE["settings"] = settings
+    _STATE["apis"] = apis
+
+
+def _lint_job(job: Job, sigs: dict) -> FileResult:  # type: ignore[type-arg]
+    from .engine import lint_text  # LibCST loads only when a file needs parsing
+    kernels = _STATE.get("kernels")
+    if kernels is None or _STATE.get("sigs") is not sigs:
+        kernels = KernelIndex(sigs)
+        _STATE["kernels"], _STATE["sigs"] = kernels, sigs
+    return lint_text(
+        job.text, _STATE["settings"], _STATE["apis"], kernels,
+        path=job.display, module_name=job.module_name, is_package=job.is_package,
+    )
+
+
+def _lint_chunk(chunk: list[Job], sigs: dict) -> list[FileResult]:  # type: ignore[type-arg]
+    return [_lint_job(job, sigs) for job in chunk]
+
+
+class Runner:
+    def __init__(self, settings: RuleSettings, apis: ApiIndex, cache: Cache, jobs: int, progress: bool) -> None:
+        self.settings = settings
+        self.apis = apis
+        self.cache = cache
+        self.jobs = max(1, jobs)
+        if os.environ.get("PRE_COMMIT") == "1":
+            self.jobs = 1
+        self.progress = progress and sys.stderr.isatty()
+        self._pool: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> Runner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+
+    def _map(self, jobs: list[Job], sigs: dict) -> list[FileResult]:  # type: ignore[type-arg]
+        if self.jobs == 1 or len(jobs) < 8:
+            _init_worker(self.settings, self.apis)
+            return [r for i, job in enumerate(jobs) if (r := self._tick(_lint_job(job, sigs), i, len(jobs)))]
+        if self._pool is None:
+            method = "fork" if sys.platform.startswith("linux") else "spawn"
+            self._pool = ProcessPoolExecutor(
+                self.jobs, mp_context=multiprocessing.get_context(method),
+                initializer=_init_worker, initargs=(self.settings, self.apis),
+            )
+        size = max(1, min(64, len(jobs) // (self.jobs * 4)))
+        chunks = [jobs[i:i + size] for i in range(0, len(jobs), size)]
+        out: list[FileResult] = []
+        for chunk_result in self._pool.map(_lint_chunk, chunks, [sigs] * len(chunks)):
+            out.extend(chunk_result)
+            self._tick(None, len(out) - 1, len(jobs))
+        return out
+
+    def _tick(self, result: FileResult | None, i: int, total: int) -> FileResult | None:
+        """Progress on stderr for long runs in a terminal: every 100 files and at the end."""
+        done = i + 1
+        if self.progress and total >= 200 and (done % 100 == 0 or done == total):
+            sys.stderr.write(f"\roffload-lint: {done}/{total} files" + ("\n" if done == total else ""))
+            sys.stderr.flush()
+        return result
+
+    def run(self, files: Iterable[Path]) -> RunResult:
+        out = RunResult()
+        candidates: list[Job] = []
+        for path in files:
+            out.files += 1
+            display = display_path(path)
+            try:
+                data = path.read_bytes()
+            except OSError as exc:
+                reason = exc.strerror or type(exc).__name__
+                out.results.append(FileResult(display, diagnostic(self.settings, "OFF902", 1, 1, reason)))
+                continue
+            try:
+                decoded = decode(data)
+            except DecodeError as exc:
+                out.results.append(FileResult(display, diagnostic(self.settings, "OFF902", 1, 1, f"cannot decode: {exc}")))
+                continue
+            if not self.apis.mentions_api(decoded.text):
+                out.skipped += 1
+                continue
+            module_name, is_package = module_name_of(path)
+            key = self.cache.key(data, module_name)
+            candidates.append(Job(path, display, module_name, is_package, decoded.text, key, decoded.encoding))
+        out.jobs = {job.display: job for job in candidates}
+
+        first: list[Job] = []
+        second: list[Job] = []
+        done: dict[str, FileResult] = {}
+        for job in candidates:
+            hit = self.cache.get(job.key)
+            if hit is not None:
+                done[job.display] = hit
+            elif job.may_export:
+                first.append(job)
+            else:
+                second.append(job)
+        fresh = dict(zip((j.display for j in first), self._map(first, {})))
+        done.update(fresh)
+        sigs = {sig.qualname: sig for result in done.values() for sig in result.exports}
+        index = KernelIndex(sigs)
+        stale = [j for j in candidates if j.display in done and not _needs_hold(done[j.display], index)]
+        redo = second + stale
+        fresh.update(zip((j.display for j in redo), self._map(redo, sigs)))
+        done.update(fresh)
+        out.cached = len(candidates) - len(fresh)
+        for job in candidates:
+            if job.display in fresh:
+                self.cache.put(job.key, fresh[job.display])
+            out.results.append(done[job.display])
+        out.index = index
+        return out
+
+
+def _needs_hold(result: FileResult, index: KernelIndex) -> bool:
+    for qualname, digest in result.needs:
+        sig = index.lookup(qualname)
+        if (sig.digest() if sig is not None else None) != digest:
+            return False
+    return True

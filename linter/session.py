@@ -1,0 +1,69 @@
+"""One invocation's state: catalog, configuration, enabled rules, cache, and the findings to show.
+
+The CLI's subparts (linting, fixing, output) all need the same derived
+objects; a Session builds them once from the parsed arguments and is the
+one place that decides which findings a user sees: per-file ignores are
+dropped, suppressed findings are kept only with `--show-suppressed`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Sequence
+
+from offload_core.catalog import Catalog
+
+from . import __version__
+from .apis import ApiIndex
+from .cache import Cache, fingerprint
+from .config import Config
+from .source import settings_for
+from .findings import FileResult, Finding
+from .runner import RunResult, Runner, discover
+
+
+class Session:
+    def __init__(self, catalog: Catalog, config: Config, enabled: frozenset[str], args: argparse.Namespace) -> None:
+        self.catalog = catalog
+        self.rules = catalog.rules
+        self.config = config
+        self.args = args
+        self.settings = settings_for(catalog.rules, enabled, config.options)
+        self.apis = ApiIndex.from_files(catalog.apis)
+        if args.no_cache:
+            directory = None
+        elif args.cache_dir:
+            directory = Path(args.cache_dir)
+        else:
+            directory = config.cache_dir or config.root / ".offload-lint-cache"
+        files = [r.path for r in catalog.rules.values()] + [a.path for a in catalog.apis]
+        salt = fingerprint(
+            __version__, files, {"enabled": sorted(enabled), "options": {k: dict(v) for k, v in self.settings.options.items()}}
+        )
+        self.cache = Cache(directory, salt)
+        self.fixed = None  # set by --fix: a FixOutcome
+
+    @property
+    def unsafe(self) -> bool:
+        return bool(self.args.unsafe_fixes)
+
+    def run(self, paths: Sequence[Path]) -> RunResult:
+        files = discover(paths, self.config)
+        with Runner(self.settings, self.apis, self.cache, self.args.jobs, progress=True) as runner:
+            return runner.run(files)
+
+    def errors(self, run: RunResult) -> list[FileResult]:
+        return [r for r in run.results if r.error is not None]
+
+    def visible(self, result: FileResult) -> list[Finding]:
+        ignored = self.config.ignored_for(Path(result.path)) if self.config.per_file_ignores else frozenset()
+        return [
+            f for f in result.findings
+            if f.code not in ignored and (self.args.show_suppressed or not f.suppressed)
+        ]
+
+    def items(self, run: RunResult) -> list[tuple[str, Finding]]:
+        out = [(r.path, f) for r in run.results for f in self.visible(r)]
+        out.sort(key=lambda item: (item[0], item[1].sort_key))
+        return out
