@@ -114,18 +114,10 @@ def offload(k: Kernel, /, *args: Any, **kwargs: Any) -> None:
 
     # ---- check phase: nothing is copied or written until every check passed.
     # Messages are built only on failure: this loop runs on every launch.
-    for i in range(n):
+    _cast_scalars(k, values, dev_args)
+    for i in k.array_indices:
         p = params[i]
         v = values[i]
-        if not p.is_array:
-            kind = type(v)
-            if kind is p.scalar:
-                dev_args[i] = v
-            elif kind is float and p.scalar is _F64:
-                dev_args[i] = _F64(v)
-            else:
-                dev_args[i] = cast_scalar(p, v, f"kernel '{k.name}'")
-            continue
         want = p.dtype
         if type(v) is not np.ndarray and not isinstance(v, np.ndarray):
             if be.is_device_array(v):
@@ -225,17 +217,7 @@ def _make_plan(k: Kernel, present: Any, values: Any, dev_args: list[Any], mappin
 
 def _launch_planned(be: Backend, k: Kernel, plan: Plan, args: tuple[Any, ...]) -> None:
     dev_args = plan.template.copy()
-    params = k.params
-    for i in k.scalar_indices:
-        p = params[i]
-        v = args[i]
-        kind = type(v)
-        if kind is p.scalar:
-            dev_args[i] = v
-        elif kind is float and p.scalar is _F64:
-            dev_args[i] = _F64(v)
-        else:
-            dev_args[i] = cast_scalar(p, v, f"kernel '{k.name}'")
+    _cast_scalars(k, args, dev_args)
     index = BUS.launches
     BUS.launches = index + 1
     try:
@@ -253,6 +235,21 @@ def _launch_planned(be: Backend, k: Kernel, plan: Plan, args: tuple[Any, ...]) -
         raise
     for m in plan.dirty:
         m.dirty = True
+
+
+def _cast_scalars(k: Kernel, values: Any, dev_args: list[Any]) -> None:
+    """Scalars to their exact NumPy types; the common exact cases without a call."""
+    params = k.params
+    for i in k.scalar_indices:
+        p = params[i]
+        v = values[i]
+        kind = type(v)
+        if kind is p.scalar:
+            dev_args[i] = v
+        elif kind is float and p.scalar is _F64:
+            dev_args[i] = _F64(v)
+        else:
+            dev_args[i] = cast_scalar(p, v, f"kernel '{k.name}'")
 
 
 def _check_host(be: Backend, k: Kernel, p: Param, v: np.ndarray[Any, Any], present: Any) -> None:
