@@ -7,9 +7,15 @@ from offload_core: a trace recorded on a GPU machine loads anywhere.
 
 A `Run` is `meta` (what ran, where, on which backend and link, how it
 ended) plus `records`, one `Record` per event in issue order. Call sites
-are interned: records that share a source line share one `Site`, and the
-file stores each site once and each record as one row of a column table,
-so a trace of 10^6 events stays a compact, quickly loaded JSON document.
+are interned: records that share a source line share one `Site`.
+
+Files (schema 2) store each site once and the records as columns
+(`profiler.columns`: one base64 array per field), so a trace of 10^6
+events loads without parsing 10^6 JSON rows; a loaded run's `records` is
+a `RecordTable` that builds `Record`s only when they are asked for, and
+`run.columns` gives summaries the arrays directly. Schema 1 files (one
+JSON row per record) still load, and `to_json(schema=1)` still writes
+them.
 
 The file format carries a format tag and a schema version. `load` refuses,
 with a one-line `TraceError` naming the file, anything truncated, malformed
@@ -22,16 +28,21 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import sys
 import tempfile
 from dataclasses import asdict, dataclass, field, fields
+from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from .errors import TraceError
 
+if TYPE_CHECKING:
+    from .columns import Columns
+
 FORMAT = "offload-prof-trace"
 #: the schema this version writes; it reads every schema from 1 up to this one
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 KINDS = ("h2d", "d2h", "alloc", "free", "launch", "sync", "region_enter", "region_exit")
 COPY_KINDS = ("h2d", "d2h")
 DIRECTION_NAMES = {"h2d": "H2D", "d2h": "D2H"}
@@ -161,10 +172,15 @@ _OPTIONAL_STR = ("kernel", "param", "fingerprint")
 
 @dataclass(frozen=True)
 class Run:
-    """A recorded run: `meta` and its `records` in issue order."""
+    """A recorded run: `meta` and its `records` in issue order.
+
+    `records` is a tuple when the run was recorded or built by hand, and a
+    `profiler.columns.RecordTable` (a sequence of the same records, built
+    on demand) when it was loaded from a file.
+    """
 
     meta: Meta
-    records: tuple[Record, ...] = field(default=())
+    records: Sequence[Record] = field(default=())
 
     # ------------------------------------------------------------- queries
     def of_kind(self, *kinds: str) -> Iterator[Record]:
@@ -178,6 +194,12 @@ class Run:
     @property
     def sites(self) -> tuple[Site, ...]:
         """Distinct call sites, in the order they first appear."""
+        if _is_table(self.records):
+            import numpy as np
+
+            c = self.columns
+            codes, first = np.unique(c.site, return_index=True)
+            return tuple(c.sites[int(code)] for _, code in sorted(zip(first.tolist(), codes.tolist())) if code >= 0)
         seen: dict[Site, None] = {}
         for r in self.records:
             if r.site is not None and r.site not in seen:
@@ -189,9 +211,41 @@ class Run:
         """A short name for headings: the target command, or the mode."""
         return " ".join(self.meta.argv) or self.meta.mode
 
+    @cached_property
+    def columns(self) -> Columns:
+        """The records as NumPy columns (`profiler.columns.Columns`), built once per run."""
+        if _is_table(self.records):
+            return self.records.columns  # type: ignore[attr-defined, no-any-return]
+        from .columns import Columns
+
+        return Columns.from_records(self.records)
+
     # --------------------------------------------------------- persistence
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict: meta, a site table, and records as rows of `columns`."""
+    def to_json(self, schema: int = SCHEMA_VERSION) -> dict[str, Any]:
+        """A JSON-ready dict: meta, a site table, and the records as columns (schema 2) or rows (schema 1).
+
+        Falls back to rows when a record holds an integer the columns cannot
+        (beyond 64 bits), so that nothing recorded is ever lost.
+        """
+        if schema not in (1, 2):
+            raise ValueError(f"cannot write trace schema {schema}; this version writes 1 and 2")
+        meta = asdict(self.meta)
+        meta["command"] = list(self.meta.command)
+        meta["argv"] = list(self.meta.argv)
+        if schema == 2:
+            try:
+                columns = self.columns
+            except OverflowError:
+                pass
+            else:
+                return {
+                    "format": FORMAT,
+                    "schema": 2,
+                    "meta": meta,
+                    "sites": [[s.file, s.line, s.function, s.text, s.column] for s in columns.sites],
+                    "count": len(columns),
+                    "columns": columns.encode(),
+                }
         index: dict[Site, int] = {}
         rows = []
         for r in self.records:
@@ -203,12 +257,9 @@ class Run:
                     si = index[site] = len(index)
             rows.append([r.kind, r.start_ns, r.duration_ns, r.nbytes, r.pinned, r.kernel, r.launch, r.param,
                          r.array, si, r.region, r.mode, r.fingerprint])
-        meta = asdict(self.meta)
-        meta["command"] = list(self.meta.command)
-        meta["argv"] = list(self.meta.argv)
         return {
             "format": FORMAT,
-            "schema": SCHEMA_VERSION,
+            "schema": 1,
             "meta": meta,
             "sites": [[s.file, s.line, s.function, s.text, s.column] for s in index],
             "columns": list(_COLUMNS),
@@ -233,6 +284,13 @@ class Run:
     def load(cls, path: str | os.PathLike[str]) -> Run:
         """Read a trace written by `save`; `TraceError` with one line naming the file otherwise."""
         return cls.from_json(read_json_document(path, "trace"), str(path))
+
+
+def _is_table(records: Sequence[Record]) -> bool:
+    # Only a loaded trace holds a RecordTable, and loading imports the module:
+    # when it is not imported, nothing can be one (and NumPy stays unloaded).
+    module = sys.modules.get(f"{__package__}.columns")
+    return module is not None and isinstance(records, module.RecordTable)
 
 
 # ----------------------------------------------------------------- reading
@@ -292,6 +350,13 @@ class _Reader:
                             f"({SCHEMA_VERSION}); upgrade offload-guard")
         meta = self.meta(self.need(data, "meta", dict))
         sites = [self.site(n, s) for n, s in enumerate(self.need(data, "sites", list))]
+        if schema >= 2:
+            from .columns import Columns, RecordTable
+
+            count = self.need(data, "count", int)
+            if count < 0:
+                raise self.fail(f"bad record count {count}")
+            return Run(meta, RecordTable(Columns.decode(data.get("columns"), count, sites, self.fail)))
         columns = self.need(data, "columns", list)
         if tuple(columns) != _COLUMNS:
             missing = [c for c in _COLUMNS if c not in columns]
