@@ -368,6 +368,10 @@ def cmd_gate(args: argparse.Namespace) -> int:
     return result.exit_code
 
 
+# `tui` and `demo` live beside the TUI; importing them registers them here.
+from .tui import commands as _tui_commands  # noqa: E402,F401
+
+
 # ------------------------------------------------------------------ main
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
