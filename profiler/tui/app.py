@@ -9,14 +9,19 @@ filter), `s` sorts by the highlighted column, `?` lists every binding,
 `q` quits.
 
 Findings need the detectors, which walk every record; for a large trace
-(more than `BACKGROUND_RECORDS`) they run in a worker thread after the
-first frame, so the tables and the timeline are usable at once and the
-Findings tab fills in when they are done.
+(more than `BACKGROUND_RECORDS`) they run after the first frame, so the
+tables and the timeline are usable at once and the Findings tab fills in
+when they are done: in a child process that loads the trace files
+itself when the session came from files (a thread would share the
+interpreter lock and slow every keypress for those seconds), else in a
+thread. Quitting ends the child.
 """
 
 from __future__ import annotations
 
-from typing import Iterable
+import asyncio
+import sys
+from typing import Any, Iterable
 
 from rich.text import Text
 from textual import work
@@ -31,7 +36,7 @@ from .findings import SourceScreen, describe
 from .gridview import GridView
 from .headline import headline
 from .help import HelpScreen
-from .session import Session
+from .session import Session, detect_files
 from .tables import finding_rows, findings_table, kernels_table, launches_table, sites_table
 from .timeline import Timeline
 
@@ -57,6 +62,7 @@ class OffloadProfApp(App[int]):
     def __init__(self, session: Session, *, background: bool | None = None) -> None:
         super().__init__()
         self.session = session
+        self._detector: Any = None
         self.background = session.records > BACKGROUND_RECORDS if background is None else background
         if session.findings is None and not self.background:
             self._detect_now()
@@ -81,7 +87,7 @@ class OffloadProfApp(App[int]):
             with TabPane("5 Timeline", id="timeline"):
                 yield Timeline(s, id="timeline-view")
         yield Input(placeholder="filter: kernel, call site, rule or message text (Enter keeps it, Esc clears)",
-                    id="filter")
+                    id="filter", select_on_focus=False)
         yield Static(id="status")
         yield Footer()
 
@@ -91,6 +97,8 @@ class OffloadProfApp(App[int]):
         self.query_one("#launches-grid", GridView).focus()
         if self.session.findings is None:
             self._detect_in_background()
+        for view, _ in VIEWS[:4]:
+            self._show_detail(view, self.query_one(f"#{view}-grid", GridView).current_key())
         self._update_status()
 
     def on_resize(self) -> None:
@@ -108,10 +116,57 @@ class OffloadProfApp(App[int]):
             self.session.findings = tuple(() for _ in self.session.traces)
             self.session.findings_error = f"the detectors failed: {exc}"
 
-    @work(thread=True, exclusive=True, group="detect")
-    def _detect_in_background(self) -> None:
-        self._detect_now()
-        self.call_from_thread(self._findings_ready)
+    @work(exclusive=True, group="detect")
+    async def _detect_in_background(self) -> None:
+        if self.session.from_files:
+            found = await self._detect_in_a_process()
+            if found is not None:
+                self._findings_ready()
+                return
+        await asyncio.to_thread(self._detect_now)
+        self._findings_ready()
+
+    async def _detect_in_a_process(self) -> bool | None:
+        """Run the detectors in a fresh interpreter on the trace files; None when it could not start."""
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("spawn")
+        receive, send = ctx.Pipe(duplex=False)
+        paths = [t.path for t in self.session.traces]
+        proc = ctx.Process(target=detect_files, args=(paths, self.session.link, send), daemon=True)
+        # Textual captures sys.stdout/stderr while it runs, and the capture has no
+        # file descriptor for the child to inherit: hand it the real ones.
+        captured = sys.stdout, sys.stderr
+        sys.stdout, sys.stderr = sys.__stdout__ or captured[0], sys.__stderr__ or captured[1]
+        try:
+            proc.start()
+        except (OSError, ValueError):
+            send.close()
+            receive.close()
+            return None
+        finally:
+            sys.stdout, sys.stderr = captured
+        send.close()
+        self._detector = proc
+        try:
+            status, payload = await asyncio.to_thread(receive.recv)
+        except (EOFError, OSError):
+            status, payload = "error", "the detector process ended without an answer"
+        finally:
+            receive.close()
+            proc.join(timeout=5)
+            self._detector = None
+        if status == "ok":
+            self.session.set_findings(payload)
+        else:
+            self.session.findings = tuple(() for _ in self.session.traces)
+            self.session.findings_error = f"the detectors failed: {payload}"
+        return True
+
+    def on_unmount(self) -> None:
+        proc = getattr(self, "_detector", None)
+        if proc is not None and proc.is_alive():
+            proc.terminate()  # quitting must not wait for findings nobody will see
 
     def _findings_ready(self) -> None:
         grid = self.query_one("#findings-grid", GridView)
@@ -140,6 +195,9 @@ class OffloadProfApp(App[int]):
         self._focus_view()
 
     def _focus_view(self) -> None:
+        box = self.query_one("#filter", Input)
+        if box.display and self.focused is box:
+            return  # typing a filter: the tab switch at start-up must not take the keys away
         grid = self.grid()
         (grid or self.query_one("#timeline-view", Timeline)).focus()
         self._update_status()

@@ -48,7 +48,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
 
 
 def show(runs: Sequence[Any], paths: Sequence[str], args: argparse.Namespace) -> int:
-    """Open the TUI on `runs`, or print their text report where no TUI can run."""
+    """Open the TUI on `runs` (each the trace file at its path), or print their text report where no TUI can run."""
     from ..demo import interactive
     from ..link import model_for
 
@@ -62,7 +62,7 @@ def show(runs: Sequence[Any], paths: Sequence[str], args: argparse.Namespace) ->
     from .app import run_app
     from .session import Session
 
-    return run_app(Session.build(runs, paths, link))
+    return run_app(Session.build(runs, paths, link, from_files=True))
 
 
 def text_report(runs: Sequence[Any], paths: Sequence[str], link: Any) -> str:

@@ -60,6 +60,8 @@ class Side:
     entity: np.ndarray
     match: Match | None = None
     shared: bool = False
+    #: how sort menus name the side ("naive"); the title when empty
+    name: str = ""
 
     def __post_init__(self) -> None:
         assert all(c.values.shape[0] >= int(self.entity.max(initial=-1)) + 1 for c in self.columns), \
@@ -115,7 +117,8 @@ class Table:
         out = []
         for si, side in enumerate(self.sides):
             for ci, col in enumerate(side.columns):
-                suffix = f" ({side.title})" if side.title and not side.shared else ""
+                label = side.name or side.title
+                suffix = f" ({label})" if label and not side.shared else ""
                 out.append((si, ci, f"{col.title}{suffix}"))
         return out
 

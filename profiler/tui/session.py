@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from ..detectors import Finding, detect
 from ..launches import LaunchTable, launch_table
@@ -86,9 +86,12 @@ class Session:
     findings: tuple[tuple[Finding, ...], ...] | None = field(default=None)
     #: the one-line reason detection failed, if it did
     findings_error: str | None = None
+    #: whether every run is exactly the trace file at its path (so another process can load it)
+    from_files: bool = False
 
     @classmethod
-    def build(cls, runs: Sequence[Run], paths: Sequence[str], link: Link | None) -> Session:
+    def build(cls, runs: Sequence[Run], paths: Sequence[str], link: Link | None, *, from_files: bool = False) -> Session:
+        """A session of `runs`; `from_files` promises that each run is what its path holds."""
         if not 1 <= len(runs) <= 2:
             raise ValueError("the TUI shows one or two traces")
         names = run_names(runs)
@@ -96,7 +99,11 @@ class Session:
             Trace(run, path, name, totals(run, link), launch_table(run, link), by_kernel(run, link), by_site(run, link))
             for run, path, name in zip(runs, paths, names)
         )
-        return cls(traces, link)
+        return cls(traces, link, from_files=from_files)
+
+    @classmethod
+    def load(cls, paths: Sequence[str], link: Link | None) -> Session:
+        return cls.build([Run.load(p) for p in paths], paths, link, from_files=True)
 
     @property
     def paired(self) -> bool:
@@ -116,6 +123,20 @@ class Session:
 
     def finding_count(self) -> int | None:
         return None if self.findings is None else sum(len(f) for f in self.findings)
+
+
+def detect_files(paths: Sequence[str], link: Link | None, conn: Any) -> None:
+    """Child-process entry: load the traces, run the detectors, send the findings (or the error) down `conn`.
+
+    A detector pass over 10^6 records holds the interpreter for seconds; in
+    another process it leaves the TUI's keys and frames alone.
+    """
+    try:
+        result: Any = ("ok", tuple(tuple(detect(Run.load(p), link=link)) for p in paths))
+    except Exception as exc:  # reported in the Findings view, never a traceback on the terminal
+        result = ("error", f"{type(exc).__name__}: {exc}")
+    conn.send(result)
+    conn.close()
 
 
 def display_path(path: str) -> str:

@@ -97,7 +97,7 @@ def _launch_side(t: Trace, session: Session, keys: int) -> Side:
     kernel_match = text_match(lt.kernels, lt.kernel)
     site_match = text_match(site_labels, lt.site)
     title = f"{t.name}: {len(lt):,} launches"
-    return Side(title, tuple(cols), _entity_map(keys, len(lt)), lambda n: kernel_match(n) | site_match(n))
+    return Side(title, tuple(cols), _entity_map(keys, len(lt)), lambda n: kernel_match(n) | site_match(n), name=t.name)
 
 
 # ------------------------------------------------------------------- kernels
@@ -130,7 +130,7 @@ def kernels_table(session: Session) -> Table:
             _count_col("syncs", "syncs", arr(lambda k: k.syncs.count), 5),  # type: ignore[attr-defined]
         ]
         entity = np.array([where.get(n, -1) for n in names], dtype=np.int64)
-        sides.append(Side(f"{t.name}: {len(ks)} kernels", tuple(cols), entity))
+        sides.append(Side(f"{t.name}: {len(ks)} kernels", tuple(cols), entity, name=t.name))
     return Table(tuple(sides), keys, noun="kernels")
 
 
@@ -174,7 +174,7 @@ def sites_table(session: Session) -> Table:
             _text_col("kernels", "kernels", kernels, np.arange(len(ss)), 5, cap=30),
         ]
         entity = np.array([where.get(k, -1) for k in keys], dtype=np.int64)
-        sides.append(Side(f"{t.name}: {len(ss)} call sites", tuple(cols), entity))
+        sides.append(Side(f"{t.name}: {len(ss)} call site{'' if len(ss) == 1 else 's'}", tuple(cols), entity, name=t.name))
     return Table(tuple(sides), len(keys), noun="call sites")
 
 
@@ -224,4 +224,5 @@ def findings_table(session: Session) -> Table:
     ]
     haystack = [" ".join(parts) for parts in zip(runs, codes, sites, severities, static, messages)]
     title = f"{len(rows)} finding{'' if len(rows) == 1 else 's'}"
-    return Table((Side(title, tuple(cols), index, text_match(haystack, index)),), len(rows), noun="findings")
+    return Table((Side(title, tuple(cols), index, text_match(haystack, index), name="findings"),), len(rows),
+                 noun="findings")
