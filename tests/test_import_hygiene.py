@@ -33,7 +33,7 @@ CASES = {
     "import profiler.cli": ("textual", "libcst", "linter", "cupy"),
     "import profiler.pytest_plugin": ("textual", "libcst", "linter", "cupy", "offload_core", "numpy"),
     # a trace loads, summarises, exports and gates without offload_core (e.g. on a machine that only reads traces)
-    "import profiler.model, profiler.summary, profiler.chrome, profiler.gate": (
+    "import profiler.model, profiler.summary, profiler.chrome, profiler.gate, profiler.tracefile": (
         "textual", "libcst", "linter", "cupy", "offload_core"),
     "from profiler.cli import build_parser; build_parser()": ("textual", "libcst", "linter", "cupy"),
     # the TUI's data layer and its CLI commands load Textual only when an app starts

@@ -23,6 +23,7 @@ import asyncio
 import sys
 from typing import Any, Iterable
 
+from rich.console import RenderableType
 from rich.text import Text
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
@@ -234,7 +235,7 @@ class OffloadProfApp(App[int]):
         pane = self.query_one(f"#{view}-detail", Static)
         pane.update(self._detail(view, key))
 
-    def _detail(self, view: str, key: int | None) -> Text | object:
+    def _detail(self, view: str, key: int | None) -> RenderableType:
         s = self.session
         if view == "findings":
             if s.findings is None:
@@ -321,7 +322,7 @@ class OffloadProfApp(App[int]):
             status.update(Text(" z: one scale / each its own · m: measured / modelled copy times", style="dim"))
             return
         t = grid.table
-        parts = [f"{len(t):,} of {t.keys:,} {t.noun}" if t.filter_text else f"{t.keys:,} {t.noun}"]
+        parts = [f"{len(t):,} of {t.counted(t.keys)}" if t.filter_text else t.counted(t.keys)]
         if len(t):
             parts.insert(0, f"row {grid.cursor + 1:,}")
         if t.sort is not None:
@@ -351,10 +352,14 @@ class OffloadProfApp(App[int]):
         if grid is not None:
             for side, column, label in grid.table.column_names():
                 yield SystemCommand(f"Sort {self.view}: {label}", "sort the rows by this column (again: reverse)",
-                                    lambda g=grid, s=side, c=column: (g.sort_by(s, c), self._update_status()))
+                                    lambda g=grid, s=side, c=column: self._sort(g, s, c))
         yield SystemCommand("Filter rows", "filter the rows of this view (/)", self.action_filter)
         yield SystemCommand("Help: keys", "every key binding (?)", self.action_help)
         yield from super().get_system_commands(screen)
+
+    def _sort(self, grid: GridView, side: int, column: int) -> None:
+        grid.sort_by(side, column)
+        self._update_status()
 
     async def action_quit(self) -> None:
         self.exit(0)

@@ -81,24 +81,24 @@ def describe(trace: Trace, finding: Finding, paired: bool) -> RenderableType:
     body.append(cost + "\n", style="bold")
     rules = _catalog_rules()
     if finding.related:
-        for code in finding.related:
-            name, summary = rules.get(code, ("", "not in this catalog"))
+        for rule in finding.related:
+            name, summary = rules.get(rule, ("", "not in this catalog"))
             body.append("static: ", style="bold")
-            body.append(f"{code} {name}: {summary}\n")
+            body.append(f"{rule} {name}: {summary}\n")
     else:
         body.append("static: no static rule catches this pattern\n", style="dim")
     body.append(finding.message)
-    code = Text()
+    source = Text()
     ctx = context_lines(trace, finding)
     width = len(str(ctx[-1][0])) if ctx else 1
     for n, line in ctx:
         mark = n == (finding.site.line if finding.site else -1)
-        code.append(f"{'▶' if mark else ' '} {n:>{width}} │ ", style="bold" if mark else "dim")
-        code.append(line.rstrip() + "\n", style="bold reverse" if mark else "")
+        source.append(f"{'▶' if mark else ' '} {n:>{width}} │ ", style="bold" if mark else "dim")
+        source.append(line.rstrip() + "\n", style="bold reverse" if mark else "")
     if not ctx:
-        code.append("(no source line recorded)\n", style="dim")
-    code.append("Enter opens the file at this line\n", style="dim italic")
-    return Group(head, code, body)
+        source.append("(no source line recorded)\n", style="dim")
+    source.append("Enter opens the file at this line\n", style="dim italic")
+    return Group(head, source, body)
 
 
 class SourceScreen(Screen[None]):

@@ -13,6 +13,10 @@ run of a key sit on one line and scroll together. A side maps each key to
 its own entity (`entity[key]`, -1 where the run has none: a kernel only
 one run launched), and its columns read that entity.
 
+`fit_columns` decides which columns a width shows: the least important
+go first, run sides always show the same columns so they read as mirror
+images, and flexible text columns take the room left.
+
 This module imports no Textual: `profiler.tui.gridview` draws it.
 """
 
@@ -93,6 +97,12 @@ class Table:
 
     def __len__(self) -> int:
         return int(self.order.shape[0])
+
+    def counted(self, n: int) -> str:
+        """`1 launch`, `31 launches`: the noun singular for one."""
+        singular = {"launches": "launch", "kernels": "kernel", "call sites": "call site", "findings": "finding",
+                    "rows": "row"}
+        return f"{n:,} {singular.get(self.noun, self.noun) if n == 1 else self.noun}"
 
     # --------------------------------------------------------- queries
     def key_at(self, row: int) -> int:
@@ -189,3 +199,109 @@ def ranks(labels: Sequence[str]) -> np.ndarray:
     out = np.empty(len(labels), dtype=np.int64)
     out[order] = np.arange(len(labels))
     return out
+
+
+# ------------------------------------------------------------------ layout
+GAP = 1  # between columns
+SEPARATOR = " │ "
+
+
+@dataclass(frozen=True)
+class Placed:
+    side: int
+    column: int
+    x: int
+    width: int
+
+
+def fit_columns(table: Table, width: int) -> list[Placed]:
+    """Which columns to show at `width`, where, and how wide (see the module docstring)."""
+    sides = table.sides
+    runs = [i for i, s in enumerate(sides) if not s.shared]
+    shared = [i for i, s in enumerate(sides) if s.shared]
+    # Run sides keep the same column set; a run column is identified by its index.
+    shared_cols = {(si, ci) for si in shared for ci in range(len(sides[si].columns))}
+    run_cols = set(range(len(sides[runs[0]].columns))) if runs else set()
+    n_runs = max(len(runs), 1)
+
+    def cell(c: Column, reserve: bool) -> int:
+        # While less important columns are being dropped, the most important
+        # flexible columns (the row's name) keep their natural width.
+        if not c.flex:
+            return c.width
+        return c.width if reserve and c.priority == 0 else c.min_width
+
+    def need(reserve: bool = False) -> int:
+        total = 0
+        for si in shared:
+            cols = [sides[si].columns[ci] for ci in range(len(sides[si].columns)) if (si, ci) in shared_cols]
+            total += sum(cell(c, reserve) for c in cols) + GAP * max(len(cols) - 1, 0)
+        if runs:
+            cols = [sides[runs[0]].columns[ci] for ci in sorted(run_cols)]
+            total += n_runs * (sum(cell(c, reserve) for c in cols) + GAP * max(len(cols) - 1, 0))
+        groups = len([si for si in shared if any((si, ci) in shared_cols for ci in range(len(sides[si].columns)))]) + len(runs)
+        return total + len(SEPARATOR) * max(groups - 1, 0)
+
+    def droppable() -> bool:
+        return any(sides[si].columns[ci].priority > 0 for si, ci in shared_cols) or any(
+            sides[runs[0]].columns[ci].priority > 0 for ci in run_cols)
+
+    while (need(reserve=True) > width and droppable()) or (need() > width and len(shared_cols) + len(run_cols) > 1):
+        candidates = [((sides[si].columns[ci].priority, 0, ci), ("s", si, ci)) for si, ci in shared_cols]
+        candidates += [((sides[runs[0]].columns[ci].priority, 1, ci), ("r", 0, ci)) for ci in run_cols]
+        _, (what, si, ci) = max(candidates)
+        if what == "s":
+            shared_cols.discard((si, ci))
+        else:
+            run_cols.discard(ci)
+
+    # Widths: natural for fixed columns, min for flex, then share out the room left.
+    widths: dict[tuple[int, int], int] = {}
+    for si in shared:
+        for ci in range(len(sides[si].columns)):
+            if (si, ci) in shared_cols:
+                c = sides[si].columns[ci]
+                widths[(si, ci)] = c.min_width if c.flex else c.width
+    for si in runs:
+        for ci in run_cols:
+            c = sides[si].columns[ci]
+            widths[(si, ci)] = c.min_width if c.flex else c.width
+    spare = width - need()
+    # Flex columns grow to their natural width while room is left: shared ones
+    # first, then run columns, by the same amount on every run side.
+    for si in shared:
+        for ci in range(len(sides[si].columns)):
+            c = sides[si].columns[ci]
+            if (si, ci) in widths and c.flex and spare > 0:
+                grow = min(c.width - widths[(si, ci)], spare)
+                widths[(si, ci)] += grow
+                spare -= grow
+    if runs:
+        for ci in sorted(run_cols):
+            grow = min(max(sides[si].columns[ci].width for si in runs) - widths[(runs[0], ci)], spare // len(runs))
+            if sides[runs[0]].columns[ci].flex and grow > 0:
+                for si in runs:
+                    widths[(si, ci)] += grow
+                spare -= grow * len(runs)
+    out: list[Placed] = []
+    x = 0
+    for si in range(len(sides)):
+        cols = [ci for ci in range(len(sides[si].columns)) if (si, ci) in widths]
+        if not cols:
+            continue
+        if out:
+            x += len(SEPARATOR)
+        for n, ci in enumerate(cols):
+            if n:
+                x += GAP
+            out.append(Placed(si, ci, x, widths[(si, ci)]))
+            x += widths[(si, ci)]
+        if si in runs and spare > 0 and len(runs) > 1:
+            x += spare // len(runs)  # run sides get the leftover equally, so they line up as halves
+    return out
+
+
+def clip(text: str, width: int, align: str) -> str:
+    if len(text) > width:
+        return text[: max(width - 1, 0)] + "…" if width > 0 else ""
+    return text.ljust(width) if align == "left" else text.rjust(width)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from profiler.tui.grid import Column, Side, Table, ranks, text_match
-from profiler.tui.gridview import SEPARATOR, fit_columns
+from profiler.tui.grid import SEPARATOR, fit_columns
 
 
 def _table() -> Table:
