@@ -87,7 +87,7 @@ def _demo_options(p: argparse.ArgumentParser) -> None:
     from ..demo import DEFAULT_KERNELS, DEFAULT_REPS, DEFAULT_SIZE_FACTOR
 
     p.add_argument("--kernels", nargs="+", default=list(DEFAULT_KERNELS), metavar="NAME",
-                   help="suite kernels or groups (Stream, Basic, Apps, Polybench, all); default: %(default)s")
+                   help=f"suite kernels or groups (Stream, Basic, Apps, Polybench, all); default: {' '.join(DEFAULT_KERNELS)}")
     p.add_argument("--size-factor", type=float, default=DEFAULT_SIZE_FACTOR,
                    help="problem size as a fraction of RAJAPerf's default (default: %(default)s)")
     p.add_argument("--reps", type=int, default=DEFAULT_REPS, help="reps per kernel (default: %(default)s)")
