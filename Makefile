@@ -14,8 +14,10 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
 	@touch $@
 
+# The suite on both paths, recorded and opened side by side in the TUI (q quits);
+# without a terminal it prints the comparison. Traces go to build/ (ignored by git).
 demo: $(STAMP)
-	$(PY) -m offload_core.demo
+	$(PY) -m profiler demo -o build/demo.json
 
 test: $(STAMP)
 	$(PY) -m pytest

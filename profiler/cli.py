@@ -407,6 +407,8 @@ def cmd_import_rocprof(args: argparse.Namespace) -> int:
     print(f"offload-prof: wrote {output} ({len(run.records)} records: {kinds['h2d']} H2D, {kinds['d2h']} D2H, "
           f"{kinds['launch']} launches, {kinds['sync']} syncs; {run.meta.device})", file=sys.stderr)
     return 0
+# `tui` and `demo` live beside the TUI; importing them registers them here.
+from .tui import commands as _tui_commands  # noqa: E402,F401
 
 
 # ------------------------------------------------------------------ main

@@ -1,19 +1,30 @@
 """Summaries of a `Run`: totals, and aggregates per direction, call site, kernel and launch.
 
 Each is a pure function of a `Run` (and, for modelled costs, a `Link`),
-computed in one pass over the records, so the recorder never aggregates
-in the hot path and every consumer (reports, the gate, the TUI) gets the
-same numbers. A `Flow` is the unit of account: how many, how many bytes,
-how long measured, and how long on the modelled link (None when no link
-was given).
+so the recorder never aggregates in the hot path and every consumer
+(reports, the gate, the TUI) gets the same numbers. A `Flow` is the unit
+of account: how many, how many bytes, how long measured, and how long on
+the modelled link (None when no link was given).
+
+`totals`, `by_site` and `by_kernel` are NumPy reductions over
+`run.columns`, with exact integer sums, so that a trace of 10^6 events is
+summarised in milliseconds without building its `Record`s; `by_launch`
+keeps one object per launch with its record indices (for detectors and
+reports), and `profiler.launches.LaunchTable` is its columnar twin for
+views of every launch of a large trace.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from .model import Link, Record, Run, Site
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .columns import Columns
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,16 +98,11 @@ class Totals:
 
 
 def totals(run: Run, link: Link | None = None) -> Totals:
-    acc = {k: _Acc(link is not None) for k in ("h2d", "d2h", "launch", "sync", "alloc")}
-    regions = 0
-    for r in run.records:
-        a = acc.get(r.kind)
-        if a is not None:
-            a.add(r, link)
-        elif r.kind == "region_enter":
-            regions += 1
-    return Totals(run.meta.wall_ns, acc["h2d"].flow(), acc["d2h"].flow(), acc["launch"].flow(),
-                  acc["sync"].flow(), acc["alloc"].flow(), regions)
+    c = run.columns
+    per_record = modelled_column(c, link)
+    flows = {kind: _flow(c, c.kind_mask(kind), per_record) for kind in ("h2d", "d2h", "launch", "sync", "alloc")}
+    regions = int(c.kind_mask("region_enter").sum())
+    return Totals(run.meta.wall_ns, flows["h2d"], flows["d2h"], flows["launch"], flows["sync"], flows["alloc"], regions)
 
 
 def by_direction(run: Run, link: Link | None = None) -> dict[str, Flow]:
@@ -123,25 +129,26 @@ class SiteSummary:
 
 def by_site(run: Run, link: Link | None = None) -> tuple[SiteSummary, ...]:
     """Per call site, most measured copy time first (ties: most bytes, then file order)."""
-    table: dict[Site | None, tuple[_Acc, _Acc, list[int], dict[str, None]]] = {}
-    for r in run.records:
-        kind = r.kind
-        if kind not in ("h2d", "d2h", "launch", "sync"):
-            continue
-        entry = table.get(r.site)
-        if entry is None:
-            entry = table[r.site] = (_Acc(link is not None), _Acc(link is not None), [0, 0], {})
-        if kind == "h2d":
-            entry[0].add(r, link)
-        elif kind == "d2h":
-            entry[1].add(r, link)
-        elif kind == "launch":
-            entry[2][0] += 1
-            if r.kernel is not None:
-                entry[3][r.kernel] = None
-        else:
-            entry[2][1] += 1
-    out = [SiteSummary(site, h.flow(), d.flow(), n[0], n[1], tuple(k)) for site, (h, d, n, k) in table.items()]
+    import numpy as np
+
+    c = run.columns
+    per_record = modelled_column(c, link)
+    chosen = np.flatnonzero(c.kind_mask("h2d", "d2h", "launch", "sync"))
+    group = c.site[chosen].astype(np.int64) + 1  # 0 is "no call site"
+    n = len(c.sites) + 1
+    kinds = c.kind[chosen]
+    h2d = _grouped(c, chosen, group, n, kinds == _code("h2d"), per_record)
+    d2h = _grouped(c, chosen, group, n, kinds == _code("d2h"), per_record)
+    launches = np.bincount(group[kinds == _code("launch")], minlength=n)
+    syncs = np.bincount(group[kinds == _code("sync")], minlength=n)
+    # kernels of each site in first-seen order
+    named = chosen[(kinds == _code("launch")) & (c.kernel[chosen] >= 0)]
+    pair = (c.site[named].astype(np.int64) + 1) * (len(c.kernels) + 1) + c.kernel[named]
+    kernels: dict[int, list[str]] = {}
+    for key in _first_seen(pair):
+        kernels.setdefault(key // (len(c.kernels) + 1), []).append(c.kernels[key % (len(c.kernels) + 1)])
+    out = [SiteSummary(None if g == 0 else c.sites[g - 1], h2d[g], d2h[g], int(launches[g]), int(syncs[g]),
+                       tuple(kernels.get(g, ()))) for g in _first_seen(group)]
     out.sort(key=lambda s: (-s.copies.ns, -s.copies.nbytes, _site_order(s.site)))
     return tuple(out)
 
@@ -159,15 +166,17 @@ class KernelSummary:
 
 def by_kernel(run: Run, link: Link | None = None) -> tuple[KernelSummary, ...]:
     """Per kernel (copies made by launches only; a region's own copies belong to no kernel)."""
-    table: dict[str, dict[str, _Acc]] = {}
-    for r in run.records:
-        if r.kernel is None or r.kind not in ("launch", "h2d", "d2h", "sync"):
-            continue
-        entry = table.get(r.kernel)
-        if entry is None:
-            entry = table[r.kernel] = {k: _Acc(link is not None) for k in ("launch", "h2d", "d2h", "sync")}
-        entry[r.kind].add(r, link)
-    out = [KernelSummary(k, e["launch"].flow(), e["h2d"].flow(), e["d2h"].flow(), e["sync"].flow()) for k, e in table.items()]
+    import numpy as np
+
+    c = run.columns
+    per_record = modelled_column(c, link)
+    chosen = np.flatnonzero(c.kind_mask("launch", "h2d", "d2h", "sync") & (c.kernel >= 0))
+    group = c.kernel[chosen].astype(np.int64)
+    n = len(c.kernels)
+    kinds = c.kind[chosen]
+    flows = {k: _grouped(c, chosen, group, n, kinds == _code(k), per_record) for k in ("launch", "h2d", "d2h", "sync")}
+    out = [KernelSummary(c.kernels[g], flows["launch"][g], flows["h2d"][g], flows["d2h"][g], flows["sync"][g])
+           for g in _first_seen(group)]
     out.sort(key=lambda s: (-(s.launches.ns + s.h2d.ns + s.d2h.ns), s.kernel))
     return tuple(out)
 
@@ -233,6 +242,60 @@ def by_launch(run: Run, link: Link | None = None) -> tuple[LaunchSummary, ...]:
         ))
     out.sort(key=lambda s: s.index)
     return tuple(out)
+
+
+# ------------------------------------------------------------- columns
+def _code(kind: str) -> int:
+    from .model import KINDS
+
+    return KINDS.index(kind)
+
+
+def modelled_column(c: Columns, link: Link | None) -> np.ndarray | None:
+    """`modelled_ns` of every record as an int64 array (None without a link), computed as the scalar one is."""
+    if link is None:
+        return None
+    import numpy as np
+
+    out = np.zeros(len(c), dtype=np.int64)
+    for kind in ("h2d", "d2h"):
+        for pinned in (False, True):
+            m = (c.kind == _code(kind)) & (c.pinned == pinned)
+            # the same float operations as Link.copy_ns, truncated as int() truncates
+            out[m] = (link.latency_us * 1e3 + c.nbytes[m] / link.bandwidth_gbps(kind, pinned)).astype(np.int64)
+    launch = c.kind == _code("launch")
+    out[launch] = int((link.launch_us or 0.0) * 1e3) + c.duration_ns[launch]
+    out[c.kind == _code("sync")] = int((link.sync_us or 0.0) * 1e3)
+    return out
+
+
+def _flow(c: Columns, mask: np.ndarray, per_record: np.ndarray | None) -> Flow:
+    return Flow(int(mask.sum()), int(c.nbytes[mask].sum()), int(c.duration_ns[mask].sum()),
+                None if per_record is None else int(per_record[mask].sum()))
+
+
+def _grouped(c: Columns, chosen: np.ndarray, group: np.ndarray, n: int, mask: np.ndarray,
+             per_record: np.ndarray | None) -> list[Flow]:
+    """One `Flow` per group of the records `chosen[mask]` (exact int64 sums, not float bincounts)."""
+    import numpy as np
+
+    idx, g = chosen[mask], group[mask]
+    count = np.bincount(g, minlength=n)
+    sums = []
+    for values in (c.nbytes, c.duration_ns) + (() if per_record is None else (per_record,)):
+        total = np.zeros(n, dtype=np.int64)
+        np.add.at(total, g, values[idx])
+        sums.append(total.tolist())
+    modelled = sums[2] if per_record is not None else [None] * n
+    return [Flow(int(count[i]), sums[0][i], sums[1][i], modelled[i]) for i in range(n)]
+
+
+def _first_seen(keys: np.ndarray) -> list[int]:
+    """The distinct keys in the order they first occur."""
+    import numpy as np
+
+    values, first = np.unique(keys, return_index=True)
+    return values[np.argsort(first, kind="stable")].tolist()
 
 
 def _site_order(site: Site | None) -> tuple[str, int]:

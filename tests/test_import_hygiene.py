@@ -33,9 +33,15 @@ CASES = {
     "import profiler.cli": ("textual", "libcst", "linter", "cupy"),
     "import profiler.pytest_plugin": ("textual", "libcst", "linter", "cupy", "offload_core", "numpy"),
     # a trace loads, summarises, exports and gates without offload_core (e.g. on a machine that only reads traces)
-    "import profiler.model, profiler.summary, profiler.chrome, profiler.gate": (
+    "import profiler.model, profiler.summary, profiler.chrome, profiler.gate, profiler.tracefile": (
         "textual", "libcst", "linter", "cupy", "offload_core"),
     "from profiler.cli import build_parser; build_parser()": ("textual", "libcst", "linter", "cupy"),
+    # the TUI's data layer and its CLI commands load Textual only when an app starts
+    "import profiler.tui, profiler.tui.session, profiler.tui.grid, profiler.tui.tables, profiler.tui.headline, "
+    "profiler.tui.commands, profiler.demo, profiler.columns, profiler.launches": ("textual", "libcst", "linter", "cupy"),
+    "from profiler.model import Run; Run.load('tests/data/stencil.naive.json').records[0]": (
+        "textual", "libcst", "linter", "cupy", "offload_core"),
+    "import profiler.tui.app": ("libcst", "linter", "cupy"),
     "from profiler.recorder import Recorder; from profiler.detectors import detect; "
     "from profiler import calibrate, runner, link, baseline, budget": ("textual", "libcst", "linter", "cupy"),
     # the CUPTI source imports cupti-python only when a recording starts, and reads traces without offload_core
@@ -57,6 +63,21 @@ def test_imports_respect_the_dependency_direction(statement: str) -> None:
     assert proc.returncode == 0, proc.stderr
     leaked = [m for m in proc.stdout.strip().split(",") if m]
     assert not leaked, f"{statement!r} loaded {leaked}"
+
+
+def test_only_profiler_tui_imports_textual() -> None:
+    offenders = []
+    for package in ("offload_core", "linter", "profiler"):
+        for folder, _, files in os.walk(os.path.join(ROOT, package)):
+            for name in files:
+                path = os.path.join(folder, name)
+                rel = os.path.relpath(path, ROOT)
+                if not name.endswith(".py") or rel.startswith(os.path.join("profiler", "tui") + os.sep):
+                    continue
+                with open(path, encoding="utf-8") as fh:
+                    offenders += [f"{rel}: {line.strip()}" for line in fh
+                                  if line.strip().startswith(("import textual", "from textual"))]
+    assert not offenders, offenders
 
 
 def test_only_the_cupy_backend_imports_cupy() -> None:

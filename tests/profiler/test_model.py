@@ -74,7 +74,7 @@ def test_relative_file() -> None:
 
 
 def _corrupt(tmp_path: Path, edit) -> Path:  # type: ignore[no-untyped-def]
-    data = sample().to_json()
+    data = sample().to_json(schema=1)  # the row layout: schema 1 files must still be checked on load
     edit(data)
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(data))

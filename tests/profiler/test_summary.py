@@ -79,3 +79,49 @@ def test_flow_arithmetic() -> None:
     assert Flow(1, 2, 3) + Flow(4, 5, 6) == Flow(5, 7, 9, None)
     assert Flow(1, 2, 3, 10) + Flow(1, 1, 1) == Flow(2, 3, 4, 10)
     assert flow_of([]) == Flow()
+
+
+# ----------------------------------------------------------------------------
+# The summaries are NumPy reductions over run.columns; these references compute
+# the same figures one record at a time, as the definitions read.
+def _ref_flow(records, link):  # type: ignore[no-untyped-def]
+    from profiler.summary import modelled_ns
+
+    rs = list(records)
+    return Flow(len(rs), sum(r.nbytes for r in rs), sum(r.duration_ns for r in rs),
+                None if link is None else sum(modelled_ns(r, link) for r in rs))
+
+
+def _ref_by_site(run, link):  # type: ignore[no-untyped-def]
+    order = {}
+    for r in run.records:
+        if r.kind in ("h2d", "d2h", "launch", "sync"):
+            order.setdefault(r.site, []).append(r)
+    out = []
+    for site, rs in order.items():
+        kernels = tuple(dict.fromkeys(r.kernel for r in rs if r.kind == "launch" and r.kernel is not None))
+        out.append((site, _ref_flow((r for r in rs if r.kind == "h2d"), link), _ref_flow((r for r in rs if r.kind == "d2h"), link),
+                    sum(r.kind == "launch" for r in rs), sum(r.kind == "sync" for r in rs), kernels))
+    key = lambda s: (-(s[1].ns + s[2].ns), -(s[1].nbytes + s[2].nbytes), ("", 0) if s[0] is None else (s[0].file, s[0].line))  # noqa: E731
+    return sorted(out, key=key)
+
+
+def test_columnar_summaries_match_record_by_record_definitions() -> None:
+    from .synth import LINK, synthetic_run
+
+    run = synthetic_run(4000, seed=7)
+    for link in (None, LINK):
+        t = totals(run, link)
+        for kind, flow in (("h2d", t.h2d), ("d2h", t.d2h), ("launch", t.launches), ("sync", t.syncs), ("alloc", t.allocs)):
+            assert flow == _ref_flow((r for r in run.records if r.kind == kind), link), kind
+        assert t.regions == sum(r.kind == "region_enter" for r in run.records)
+        got = [(s.site, s.h2d, s.d2h, s.launches, s.syncs, s.kernels) for s in by_site(run, link)]
+        assert got == _ref_by_site(run, link)
+        kernels = {k.kernel: k for k in by_kernel(run, link)}
+        names = {r.kernel for r in run.records if r.kernel is not None}
+        assert set(kernels) == names
+        for name in names:
+            mine = [r for r in run.records if r.kernel == name]
+            k = kernels[name]
+            assert (k.launches, k.h2d, k.d2h, k.syncs) == tuple(
+                _ref_flow((r for r in mine if r.kind == kind), link) for kind in ("launch", "h2d", "d2h", "sync"))

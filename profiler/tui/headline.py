@@ -1,0 +1,142 @@
+"""The headline at the top of the TUI: each run's wall, copy and kernel time, copies each way, and the ratio.
+
+It is what a user opened the tool for, so it is built to fit any width:
+columns have priorities and the least important go first when the
+terminal is narrow (80 columns keep wall, copy and kernel time and the
+copies each way), and the ratio sentence ("batched is 139x faster; 99%
+of the naive run was copies") always comes whole. On the NumPy backend
+copies are host memcpys, so where a link is modelled its copy time is a
+separate, labelled column and clause, never mixed into measured figures.
+
+Built as rich `Text` (no Textual), so it is tested as plain text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from rich.text import Text
+
+from ..model import Link
+from ..summary import Totals
+from ..units import fmt_bytes, fmt_ns
+from .session import Session, Trace
+
+
+@dataclass(frozen=True)
+class _Col:
+    title: str
+    cells: tuple[str, ...]
+    priority: int
+    align: str = "right"
+
+    @property
+    def width(self) -> int:
+        return max(len(self.title), *(len(c) for c in self.cells))
+
+
+def count(n: int) -> str:
+    return f"{n:,}"
+
+
+def times(ratio: float) -> str:
+    """`139x`, `23.7x`, `4.21x`: three significant figures without exponents."""
+    if ratio >= 100:
+        return f"{ratio:.0f}x"
+    if ratio >= 10:
+        return f"{ratio:.1f}x"
+    return f"{ratio:.2f}x"
+
+
+def percent(part: float, whole: float) -> str:
+    if whole <= 0:
+        return "-"
+    share = 100.0 * part / whole
+    text = f"{share:.0f}%"
+    return "99%" if text == "100%" and part < whole else text
+
+
+Named = Sequence[tuple[str, Totals]]
+
+
+def named_totals(session: Session) -> list[tuple[str, Totals]]:
+    return [(t.name, t.totals) for t in session.traces]
+
+
+def ratio_sentence(runs: Named) -> str:
+    """`batched is 139x faster; 99% of the naive run was copies` (or the one-run form), from (name, totals)."""
+    (first, a), *rest = runs
+    share = percent(a.copies.ns, a.wall_ns)
+    if not rest:
+        return f"{share} of the {first} run was copies"
+    second, b = rest[0]
+    if a.wall_ns <= 0 or b.wall_ns <= 0:
+        speed = f"{second} and {first} have no wall time to compare"
+    elif a.wall_ns >= b.wall_ns:
+        speed = f"{second} is {times(a.wall_ns / b.wall_ns)} faster"
+    else:
+        speed = f"{second} is {times(b.wall_ns / a.wall_ns)} slower"
+    return f"{speed}; {share} of the {first} run was copies"
+
+
+def modelled_clause(runs: Named, link: Link | None) -> str:
+    """`modelled on pcie5-x16: copies 410 ms vs 0.2 ms` where a link applies."""
+    if link is None:
+        return ""
+    figures = " vs ".join(fmt_ns(t.copies.modelled_ns) for _, t in runs)
+    return f"modelled on {link.name}: copies {figures}"
+
+
+def _columns(session: Session) -> list[_Col]:
+    ts: tuple[Trace, ...] = session.traces
+    tot = [t.totals for t in ts]
+    cols = [
+        _Col("", tuple(t.name for t in ts), 0, "left"),
+        _Col("wall", tuple(fmt_ns(x.wall_ns) for x in tot), 0),
+        _Col("copies", tuple(fmt_ns(x.copies.ns) for x in tot), 0),
+        _Col("", tuple(percent(x.copies.ns, x.wall_ns) for x in tot), 3),
+        _Col("kernels", tuple(fmt_ns(x.launches.ns) for x in tot), 1),
+        _Col("H2D", tuple(count(x.h2d.count) for x in tot), 1),
+        _Col("", tuple(fmt_bytes(x.h2d.nbytes) for x in tot), 2),
+        _Col("D2H", tuple(count(x.d2h.count) for x in tot), 1),
+        _Col("", tuple(fmt_bytes(x.d2h.nbytes) for x in tot), 2),
+        _Col("launches", tuple(count(x.launches.count) for x in tot), 5),
+        _Col("syncs", tuple(count(x.syncs.count) for x in tot), 6),
+    ]
+    if session.link is not None:
+        cols.insert(4, _Col(f"copies ({session.link.name})", tuple(fmt_ns(x.copies.modelled_ns) for x in tot), 4))
+    return cols
+
+
+def fit(cols: list[_Col], width: int, gap: int = 2) -> list[_Col]:
+    """The columns that fit `width`, dropping the least important first, in their own order."""
+    kept = list(cols)
+    while len(kept) > 1 and sum(c.width for c in kept) + gap * (len(kept) - 1) > width:
+        worst = max(range(len(kept)), key=lambda i: (kept[i].priority, i))
+        kept.pop(worst)
+    return kept
+
+
+def headline(session: Session, width: int) -> Text:
+    """The whole headline for a terminal `width` columns wide."""
+    cols = fit(_columns(session), width)
+    widths = [c.width for c in cols]
+    out = Text(no_wrap=True, overflow="ellipsis")
+    header = "  ".join(c.title.ljust(w) if c.align == "left" else c.title.rjust(w) for c, w in zip(cols, widths))
+    out.append(header.rstrip() + "\n", style="bold")
+    for row, trace in enumerate(session.traces):
+        cells = [c.cells[row].ljust(w) if c.align == "left" else c.cells[row].rjust(w) for c, w in zip(cols, widths)]
+        out.append(cells[0], style=f"bold {'red' if row == 0 and session.paired else 'green'}")
+        out.append(("  " + "  ".join(cells[1:])).rstrip() + "\n")
+    sentence = ratio_sentence(named_totals(session))
+    out.append(sentence, style="bold")
+    clause = modelled_clause(named_totals(session), session.link)
+    if clause:
+        # on its own line when the sentence and the clause do not fit together
+        out.append("; " + clause if len(sentence) + 2 + len(clause) <= width else "\n" + clause, style="dim")
+    return out
+
+
+def headline_height(session: Session, width: int) -> int:
+    return headline(session, width).plain.count("\n") + 1

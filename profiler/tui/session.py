@@ -1,0 +1,148 @@
+"""What the TUI shows, computed once: the traces, their summaries, names, link, and (later) findings.
+
+The app never walks records itself: a `Session` holds each run with the
+aggregates every view draws from (`summary.totals`, `by_kernel`,
+`by_site`, and the columnar `LaunchTable`), all computed when the session
+is built, so switching views, sorting and filtering never recompute them.
+Findings come from `profiler.detectors.detect`, which needs the runs'
+`Record` objects; for large traces that takes seconds, so the app runs it
+in a worker thread and `set_findings` fills them in when it is done.
+
+No Textual here: the session is plain data and is tested as such.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..detectors import Finding, detect
+from ..launches import LaunchTable, launch_table
+from ..model import Link, Run, Site, relative_file
+from ..summary import KernelSummary, SiteSummary, Totals, by_kernel, by_site, totals
+
+
+@dataclass(frozen=True, eq=False)
+class Trace:
+    """One run and its aggregates. `name` is how headings call it (naive, batched, first, ...)."""
+
+    run: Run
+    path: str
+    name: str
+    totals: Totals
+    launches: LaunchTable
+    kernels: tuple[KernelSummary, ...]
+    sites: tuple[SiteSummary, ...]
+
+    @property
+    def file_name(self) -> str:
+        return Path(self.path).name if self.path else self.name
+
+    def site_label(self, site: Site | None, column: bool = False) -> str:
+        """`file:line in function` (`file:line:column in function`), the file relative to the run's folder."""
+        if site is None:
+            return "(no call site)"
+        where = f"{site.line}:{site.column}" if column else f"{site.line}"
+        return f"{relative_file(site.file, self.run.meta.cwd)}:{where} in {site.function}"
+
+    def source_file(self, site: Site) -> Path | None:
+        """The file a call site names, where this machine has it.
+
+        Tried in turn: the path as recorded, relative to the run's folder,
+        to the trace file's folder, and to the current folder, so a trace
+        copied to another checkout still finds its sources.
+        """
+        file = Path(site.file)
+        candidates = [file] if file.is_absolute() else []
+        rel = Path(relative_file(site.file, self.run.meta.cwd))
+        if not rel.is_absolute():
+            if self.run.meta.cwd:
+                candidates.append(Path(self.run.meta.cwd) / rel)
+            if self.path:
+                candidates.append(Path(self.path).resolve().parent / rel)
+            candidates.append(Path.cwd() / rel)
+        return next((c for c in candidates if c.is_file()), None)
+
+
+def run_names(runs: Sequence[Run]) -> tuple[str, ...]:
+    """Their modes when the modes differ (naive, batched); else first, second (as `compare` names them)."""
+    modes = [r.meta.mode or "run" for r in runs]
+    if len(runs) == 1:
+        return (modes[0],)
+    if len(set(modes)) == len(modes):
+        return tuple(modes)
+    return ("first", "second")[: len(runs)]
+
+
+@dataclass(eq=False)
+class Session:
+    """The traces the app shows (one or two), the link modelled costs use, and the findings once known."""
+
+    traces: tuple[Trace, ...]
+    link: Link | None
+    #: per trace, in order; None until the detectors have run
+    findings: tuple[tuple[Finding, ...], ...] | None = field(default=None)
+    #: the one-line reason detection failed, if it did
+    findings_error: str | None = None
+    #: whether every run is exactly the trace file at its path (so another process can load it)
+    from_files: bool = False
+
+    @classmethod
+    def build(cls, runs: Sequence[Run], paths: Sequence[str], link: Link | None, *, from_files: bool = False) -> Session:
+        """A session of `runs`; `from_files` promises that each run is what its path holds."""
+        if not 1 <= len(runs) <= 2:
+            raise ValueError("the TUI shows one or two traces")
+        names = run_names(runs)
+        traces = tuple(
+            Trace(run, path, name, totals(run, link), launch_table(run, link), by_kernel(run, link), by_site(run, link))
+            for run, path, name in zip(runs, paths, names)
+        )
+        return cls(traces, link, from_files=from_files)
+
+    @classmethod
+    def load(cls, paths: Sequence[str], link: Link | None) -> Session:
+        return cls.build([Run.load(p) for p in paths], paths, link, from_files=True)
+
+    @property
+    def paired(self) -> bool:
+        return len(self.traces) == 2
+
+    @property
+    def records(self) -> int:
+        return sum(len(t.run.records) for t in self.traces)
+
+    def detect(self) -> tuple[tuple[Finding, ...], ...]:
+        """Run the detectors on every trace (seconds for 10^6 records: call it off the UI thread)."""
+        return tuple(tuple(detect(t.run, link=self.link)) for t in self.traces)
+
+    def set_findings(self, findings: tuple[tuple[Finding, ...], ...]) -> None:
+        self.findings = findings
+        self.findings_error = None
+
+    def finding_count(self) -> int | None:
+        return None if self.findings is None else sum(len(f) for f in self.findings)
+
+
+def detect_files(paths: Sequence[str], link: Link | None, conn: Any) -> None:
+    """Child-process entry: load the traces, run the detectors, send the findings (or the error) down `conn`.
+
+    A detector pass over 10^6 records holds the interpreter for seconds; in
+    another process it leaves the TUI's keys and frames alone.
+    """
+    try:
+        result: Any = ("ok", tuple(tuple(detect(Run.load(p), link=link)) for p in paths))
+    except Exception as exc:  # reported in the Findings view, never a traceback on the terminal
+        result = ("error", f"{type(exc).__name__}: {exc}")
+    conn.send(result)
+    conn.close()
+
+
+def display_path(path: str) -> str:
+    """A trace path as headings show it: relative to the current folder when inside it."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel

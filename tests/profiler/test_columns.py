@@ -1,0 +1,120 @@
+"""Columns: schema 2 files round-trip exactly, load lazily, read schema 1 files, and reject bad columns in one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+from profiler.columns import NULL, Columns, RecordTable
+from profiler.errors import TraceError
+from profiler.model import SCHEMA_VERSION, Record, Run
+
+from .synth import synthetic_run
+
+
+def test_columns_hold_every_field_exactly() -> None:
+    run = synthetic_run(3000)
+    c = Columns.from_records(run.records)
+    assert len(c) == 3000
+    assert c.records() == run.records
+    assert all(c.record(i) == run.records[i] for i in (0, 1, 1500, 2999))
+    assert len(set(c.kernels)) == len(c.kernels) and None not in c.kernels
+    assert (c.launch == NULL).sum() == sum(r.launch is None for r in run.records)
+
+
+def test_schema_2_round_trip_is_exact_and_lazy(tmp_path: Path) -> None:
+    run = synthetic_run(5000)
+    path = run.save(tmp_path / "t.json")
+    data = json.loads(path.read_text())
+    assert data["schema"] == SCHEMA_VERSION == 2 and data["count"] == 5000 and "records" not in data
+    assert data["columns"]["kind"]["dtype"] == "|u1", "narrowest type that holds the values"
+    loaded = Run.load(path)
+    assert isinstance(loaded.records, RecordTable) and loaded.records._built is None
+    assert loaded.records[7] == run.records[7] and loaded.records[-1] == run.records[-1]
+    assert loaded.records[2:5] == run.records[2:5]
+    assert loaded.records._built is None, "indexing builds single records only"
+    assert loaded == run and run == loaded
+    sited = [r for r in loaded.records if r.site is not None]
+    assert len({id(r.site) for r in sited}) == len({r.site for r in sited}), "sites stay interned"
+    assert loaded.sites == run.sites
+    assert loaded.columns is loaded.records.columns
+
+
+def test_the_gzip_name_still_compresses(tmp_path: Path) -> None:
+    run = synthetic_run(400)
+    path = run.save(tmp_path / "t.json.gz")
+    assert path.read_bytes()[:2] == b"\x1f\x8b" and Run.load(path) == run
+
+
+def test_schema_1_files_still_load(tmp_path: Path) -> None:
+    run = synthetic_run(800)
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(run.to_json(schema=1)))
+    assert json.loads(path.read_text())["schema"] == 1
+    old = Run.load(path)
+    assert isinstance(old.records, tuple) and old == run
+    assert Run.load(old.save(tmp_path / "new.json")) == run, "an old trace saved again is schema 2"
+
+
+def test_values_beyond_64_bits_fall_back_to_rows(tmp_path: Path) -> None:
+    run = synthetic_run(50)
+    big = Run(run.meta, run.records + (Record("h2d", 1, 1, 8, array=2**70),))
+    assert big.to_json()["schema"] == 1
+    assert Run.load(big.save(tmp_path / "big.json")) == big
+    sentinel = Run(run.meta, (Record("h2d", 1, 1, 8, array=int(NULL)),))
+    assert Run.load(sentinel.save(tmp_path / "s.json")).records[0].array == int(NULL)
+
+
+def test_an_empty_run_round_trips(tmp_path: Path) -> None:
+    run = Run(synthetic_run(1).meta, ())
+    loaded = Run.load(run.save(tmp_path / "e.json"))
+    assert len(loaded.records) == 0 and loaded == run and loaded.sites == ()
+
+
+def _edit(edit: Callable[[dict[str, Any]], None], tmp_path: Path) -> Path:
+    data = synthetic_run(100).to_json()
+    edit(data)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def _set_column(name: str, values: np.ndarray) -> Callable[[dict[str, Any]], None]:
+    import base64
+
+    def edit(d: dict[str, Any]) -> None:
+        d["columns"][name].update(dtype=values.dtype.str, data=base64.b64encode(values.tobytes()).decode())
+    return edit
+
+
+@pytest.mark.parametrize("edit, problem", [
+    (lambda d: d.pop("count"), "missing key 'count'"),
+    (lambda d: d.update(count=-1), "bad record count -1"),
+    (lambda d: d.update(count=101), "column 'kind' holds 100 values, expected 101 (one per record)"),
+    (lambda d: d["columns"].pop("nbytes"), "missing record column(s) nbytes"),
+    (lambda d: d.update(columns=[]), "'columns' must be an object of encoded columns"),
+    (lambda d: d["columns"]["start_ns"].update(data="@@@"), "column 'start_ns': data is not valid base64"),
+    (lambda d: d["columns"]["start_ns"].update(dtype="<f8"), "column 'start_ns': dtype '<f8' is not an integer type"),
+    (lambda d: d["columns"]["kernel"].update(values=[1, 2]), "column 'kernel' must list its values as strings"),
+    (_set_column("kind", np.full(100, 9, dtype=np.uint8)), "record 0: kind code 9 is not one of the 8 kinds"),
+    (_set_column("nbytes", np.r_[np.zeros(4, np.int64), -5, np.zeros(95, np.int64)]), "record 4: nbytes must be a non-negative integer"),
+    (_set_column("site", np.full(100, 17, dtype=np.int8)), "record 0: site 17 is not an index into the 3 sites"),
+    (_set_column("pinned", np.full(100, 2, dtype=np.uint8)), "record 0: pinned must be true/false"),
+])
+def test_bad_columns_fail_with_one_line_naming_the_file(tmp_path: Path, edit: Any, problem: str) -> None:
+    path = _edit(edit, tmp_path)
+    with pytest.raises(TraceError) as exc:
+        Run.load(path)
+    assert str(exc.value).startswith(f"{path}: ") and problem in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_duplicate_table_values_are_merged() -> None:
+    run = synthetic_run(200)
+    data = run.to_json()
+    data["sites"] = data["sites"] + data["sites"]  # the same sites again, under new codes
+    loaded = Run.from_json(data)
+    assert loaded == run and len(loaded.columns.sites) == len(run.sites)
