@@ -178,7 +178,7 @@ async def test_enter_opens_the_finding_in_the_source_screen() -> None:
         assert isinstance(screen, SourceScreen)
         assert screen.finding.code == "OFF503" and screen.finding.site is not None
         assert screen.path is not None and screen.path.name == "stencil.py"
-        assert "stencil.py:32 in main · OFF503 round-trip" in text_of(screen.query_one("#source-title", Static))
+        assert "stencil.py:32 in main · OFF503 unchanged-round-trip" in text_of(screen.query_one("#source-title", Static))
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(a.screen, SourceScreen)
