@@ -1,8 +1,8 @@
 """CUPTI's records in the profiler's own vocabulary: frozen, plain, independent of cupti-python.
 
-The live source (`tracer`) copies each activity record it is handed into
-one of these (cupti-python's objects view a buffer CUPTI reuses), and
-each intercepted API call into an `ApiCall`. Everything after that, the
+The live source (`tracer`) decodes the activity buffers CUPTI filled
+(`buffers`: structured NumPy arrays, one per record kind) into these, and
+keeps each intercepted API call as an `ApiCall`. Everything after that, the
 conversion into a `profiler.model.Run` included, works on these records
 only, so it runs and is tested on machines without a GPU or cupti-python.
 
@@ -14,7 +14,7 @@ are decoded here into names.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 #: CUpti_ActivityMemcpyKind -> direction (array copies count as the host or device side they touch)
 COPY_KINDS = {0: "unknown", 1: "h2d", 2: "d2h", 3: "h2d", 4: "d2h", 5: "d2d", 6: "d2d", 7: "d2d", 8: "d2d",
@@ -120,30 +120,52 @@ class Capture:
     errors: tuple[str, ...] = ()
 
 
-def copy_from(a: Any) -> Copy:
-    """A `Copy` from a cupti-python `ActivityMemcpy*` (any version with these fields)."""
-    return Copy(int(a.correlation_id), int(getattr(a, "runtime_correlation_id", 0) or 0),
-                COPY_KINDS.get(int(a.copy_kind), "unknown"), MEMORY_KINDS.get(int(a.src_kind), "unknown"),
-                MEMORY_KINDS.get(int(a.dst_kind), "unknown"), int(a.bytes), int(a.start), int(a.end),
-                int(getattr(a, "stream_id", 0)), int(getattr(a, "device_id", 0)))
+def _column(rows: Any, name: str, default: int | None = None) -> list[int]:
+    """One field of every record as Python ints; `default` for a field this CUPTI version lacks."""
+    names = rows.dtype.names or ()
+    if name not in names:
+        if default is None:
+            raise KeyError(f"CUPTI records have no field {name!r} (fields: {', '.join(names)})")
+        return [default] * len(rows)
+    return rows[name].tolist()
 
 
-def peer_copy_from(a: Any) -> Copy:
-    """A device-to-device `Copy` from an `ActivityMemcpyPtoP*` record."""
-    return Copy(int(a.correlation_id), 0, "p2p", "device", "device", int(a.bytes), int(a.start), int(a.end),
-                int(getattr(a, "stream_id", 0)), int(getattr(a, "device_id", 0)))
+def copies_from(rows: Any) -> list[Copy]:
+    """`Copy`s from a structured array of memcpy records (cupti-python's `activity_memcpy*_dtype`)."""
+    kinds, memory = COPY_KINDS, MEMORY_KINDS
+    return [Copy(corr, rt, kinds.get(ck, "unknown"), memory.get(sk, "unknown"), memory.get(dk, "unknown"), n, s, e,
+                 st, dev)
+            for corr, rt, ck, sk, dk, n, s, e, st, dev in zip(
+                _column(rows, "correlation_id"), _column(rows, "runtime_correlation_id", 0), _column(rows, "copy_kind"),
+                _column(rows, "src_kind"), _column(rows, "dst_kind"), _column(rows, "bytes"), _column(rows, "start"),
+                _column(rows, "end"), _column(rows, "stream_id", 0), _column(rows, "device_id", 0))]
 
 
-def memset_from(a: Any) -> Memset:
-    return Memset(int(a.correlation_id), int(a.bytes), MEMORY_KINDS.get(int(getattr(a, "memory_kind", 0)), "unknown"),
-                  int(a.start), int(a.end), int(getattr(a, "stream_id", 0)), int(getattr(a, "device_id", 0)))
+def peer_copies_from(rows: Any) -> list[Copy]:
+    """Device-to-device `Copy`s from peer-copy records (`activity_memcpy_pto_p*_dtype`)."""
+    return [Copy(corr, 0, "p2p", "device", "device", n, s, e, st, dev)
+            for corr, n, s, e, st, dev in zip(_column(rows, "correlation_id"), _column(rows, "bytes"),
+                                              _column(rows, "start"), _column(rows, "end"),
+                                              _column(rows, "stream_id", 0), _column(rows, "device_id", 0))]
 
 
-def kernel_from(a: Any) -> Kernel:
-    return Kernel(int(a.correlation_id), str(a.name), int(a.start), int(a.end), int(getattr(a, "stream_id", 0)),
-                  int(getattr(a, "device_id", 0)))
+def memsets_from(rows: Any) -> list[Memset]:
+    return [Memset(corr, n, MEMORY_KINDS.get(mk, "unknown"), s, e, st, dev)
+            for corr, n, mk, s, e, st, dev in zip(_column(rows, "correlation_id"), _column(rows, "bytes"),
+                                                  _column(rows, "memory_kind", 0), _column(rows, "start"),
+                                                  _column(rows, "end"), _column(rows, "stream_id", 0),
+                                                  _column(rows, "device_id", 0))]
 
 
-def sync_from(a: Any) -> Sync:
-    return Sync(int(a.correlation_id), SYNC_TYPES.get(int(a.type), "unknown"), int(a.start), int(a.end),
-                int(getattr(a, "stream_id", 0)))
+def kernels_from(rows: Any, name_of: Callable[[int], str]) -> list[Kernel]:
+    """`Kernel`s; `name_of` turns the record's name pointer (a C string CUPTI owns) into text."""
+    return [Kernel(corr, name_of(ptr), s, e, st, dev)
+            for corr, ptr, s, e, st, dev in zip(_column(rows, "correlation_id"), _column(rows, "name"),
+                                                _column(rows, "start"), _column(rows, "end"),
+                                                _column(rows, "stream_id", 0), _column(rows, "device_id", 0))]
+
+
+def syncs_from(rows: Any) -> list[Sync]:
+    return [Sync(corr, SYNC_TYPES.get(t, "unknown"), s, e, st)
+            for corr, t, s, e, st in zip(_column(rows, "correlation_id"), _column(rows, "type"), _column(rows, "start"),
+                                         _column(rows, "end"), _column(rows, "stream_id", 0))]

@@ -24,8 +24,9 @@ does not know are skipped, so one table serves CUDA 12 and 13.
 from __future__ import annotations
 
 import ctypes
+import struct
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 COPY, MEMSET, LAUNCH, SYNC = "copy", "memset", "launch", "sync"
 RUNTIME, DRIVER = "runtime", "driver"
@@ -168,14 +169,38 @@ def read_copy_args(layout: Layout, params: int) -> CopyArgs:
     """Decode a copy's parameter block at address `params` (as CUPTI passes it to the callback)."""
     if not params:
         return CopyArgs(None, None, None, layout.direction)
+    return CopyArgs(*copy_reader(layout)(params))
 
-    def word(slot: int | None) -> int | None:
-        if slot is None:
-            return None
-        return ctypes.c_uint64.from_address(params + slot * _SLOT).value
 
-    direction = layout.direction
-    if direction is None and layout.kind is not None:
-        # an enum: 4 bytes in its 8-byte slot (little-endian on every CUPTI platform)
-        direction = _KIND_DIRECTIONS.get(ctypes.c_uint32.from_address(params + layout.kind * _SLOT).value)
-    return CopyArgs(word(layout.dst), word(layout.src), word(layout.count), direction)
+_READERS: dict[Layout, Callable[[int], tuple[int | None, int | None, int | None, str | None]]] = {}
+
+
+def copy_reader(layout: Layout) -> Callable[[int], tuple[int | None, int | None, int | None, str | None]]:
+    """A function params address -> (dst, src, count, direction) for `layout`, reading the block in one unpack.
+
+    It runs in the API callback for every copy, so the slots are read by a
+    `struct.Struct` built once per layout rather than by a ctypes read
+    each; slots the layout lacks read as None. The `kind` slot holds an
+    enum: 4 bytes in its 8-byte slot (little-endian on every CUPTI platform).
+    """
+    reader = _READERS.get(layout)
+    if reader is not None:
+        return reader
+    slots = [layout.dst, layout.src, layout.count, layout.kind]
+    used = [s for s in slots if s is not None]
+    span = (max(used) + 1) * _SLOT if used else _SLOT
+    fmt = "<" + "".join("I4x" if i == layout.kind else "Q" for i in range(span // _SLOT))
+    unpack = struct.Struct(fmt).unpack_from
+    from_address = (ctypes.c_char * span).from_address
+    dst, src, count, kind = slots
+    fixed = layout.direction
+    directions = _KIND_DIRECTIONS
+
+    def read(params: int) -> tuple[int | None, int | None, int | None, str | None]:
+        v = unpack(from_address(params))
+        direction = fixed if fixed is not None or kind is None else directions.get(v[kind])
+        return (None if dst is None else v[dst], None if src is None else v[src],
+                None if count is None else v[count], direction)
+
+    _READERS[layout] = read
+    return read

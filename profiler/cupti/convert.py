@@ -86,10 +86,17 @@ class _Sites:
 
 
 def call_of(calls: dict[int, ApiCall], a: Activity) -> ApiCall | None:
-    """The intercepted call that issued `a`: by its correlation id, or a memcpy's runtime one."""
+    """The intercepted call that issued `a`, by its correlation id or a memcpy's runtime one.
+
+    A copy made through the runtime is two calls (the runtime call and the
+    driver call inside it); the tracer reads the arguments of the outer one
+    only, so the runtime call is preferred when it has them.
+    """
     call = calls.get(a.correlation)
-    if call is None and isinstance(a, Copy) and a.runtime_correlation:
-        call = calls.get(a.runtime_correlation)
+    if isinstance(a, Copy) and a.runtime_correlation and (call is None or call.count is None):
+        outer = calls.get(a.runtime_correlation)
+        if outer is not None:
+            return outer
     return call
 
 
@@ -185,7 +192,8 @@ def _synced_next(order: list[tuple[int, int, int, Activity, ApiCall | None]], n:
     """Whether the next call after entry `n` is an explicit host sync made by the same Python instruction."""
     if call is None or call.instr is None:
         return False
-    for _, _, _, a, other in order[n + 1:]:
+    for i in range(n + 1, len(order)):  # by index: a slice would copy the rest of the run for every copy
+        a, other = order[i][3], order[i][4]
         if other is not None and other.correlation == call.correlation:
             continue  # more records of the same call
         return isinstance(a, Sync) and other is not None and other.instr == call.instr

@@ -34,13 +34,14 @@ class CuptiRecorder:
         self._tracer: Tracer | None = None
         self._driver = Driver()
         self._capture: Capture | None = None
+        self._stopped = False
         self._converted: Converted | None = None
         self._started_at = ""
         self._mode = "batched"
 
     @property
     def active(self) -> bool:
-        return self._tracer is not None and self._capture is None
+        return self._tracer is not None and not self._stopped
 
     def start(self) -> CuptiRecorder:
         """Check cupti-python and the GPU (one-line `ProfilerError` if either is missing), then listen."""
@@ -53,11 +54,14 @@ class CuptiRecorder:
         self._capture = self._converted = None
         self._started_at = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
         self._tracer = Tracer(cupti, fingerprints=self.fingerprints).start()
+        self._stopped = False
         return self
 
     def stop(self) -> None:
-        if self._tracer is not None and self._capture is None:
-            self._capture = self._tracer.stop()
+        """End the recording; its records are decoded when first asked for (`capture`, `run`)."""
+        if self._tracer is not None and not self._stopped:
+            self._tracer.halt()
+            self._stopped = True
 
     def __enter__(self) -> CuptiRecorder:
         return self.start()
@@ -70,8 +74,9 @@ class CuptiRecorder:
         """The raw capture (stops the recording if it still runs)."""
         if self._tracer is None:
             raise RuntimeError("this recorder was never started")
-        self.stop()
-        assert self._capture is not None
+        if self._capture is None:
+            self._capture = self._tracer.stop()
+            self._stopped = True
         return self._capture
 
     def converted(self) -> Converted:

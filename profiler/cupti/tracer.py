@@ -6,12 +6,15 @@ with device timestamps, bytes and memory kinds) into buffers that CUPTI
 hands back in bulk; the Callback API calls a Python function on entry to
 and exit from each CUDA call of the `apis` table, on the calling thread,
 where the Python stack says which user line made the call. Both carry the
-call's correlation id, which is how a copy finds its call site.
+call's correlation id, which is how a copy finds its call site. Both are
+registered with libcupti directly (`native`), not through cupti-python's
+wrappers, whose per-call objects cost ten times the copy they trace.
 
 The callback is the hot path (it runs twice per intercepted call), so on
-entry it does only this: find the user frame (`frames`), read a copy's
-pointers from its parameter block (`apis`) and store one tuple under the
-correlation id. Fingerprints (when on) are taken on exit, and only of
+entry it does only this: read the callback record in one unpack, find the
+user frame (`frames`), read a copy's pointers from its parameter block
+(`apis`) and store one tuple under the correlation id. Filled activity
+buffers are only queued; `stop()` decodes them in bulk (`buffers`). Fingerprints (when on) are taken on exit, and only of
 calls that succeeded, so that a bad pointer is CUDA's error to report and
 never a read by the profiler: an H2D's source as the call leaves (the
 program has not run since it began), a D2H's destination once its bytes
@@ -39,13 +42,14 @@ from typing import Any, Callable
 
 from ..errors import ProfilerError
 from . import activity as act
-from .apis import APIS, COPY, DRIVER, RUNTIME, SYNC, Api, read_copy_args, resolve
+from .apis import APIS, COPY, DRIVER, RUNTIME, SYNC, Api, copy_reader, resolve
+from .buffers import CStrings, Pool, record_dtypes, records_of
 from .frames import FrameFilter
+from .native import CallbackLayout, Native
 
-#: activity buffer CUPTI fills before handing it back (8 MiB holds about 80,000 memcpy records)
-BUFFER_BYTES = 8 << 20
 _ACTIVE: Tracer | None = None
-_REGISTERED: ModuleType | None = None  # the cupti module the buffer callbacks were registered with
+_REGISTERED: Any = None  # the Native the buffer callbacks were registered with (once per process)
+_POOL = Pool()
 _LOCK = threading.Lock()
 
 
@@ -54,56 +58,47 @@ def digest(address: int, nbytes: int) -> str:
     return hashlib.blake2b((ctypes.c_char * nbytes).from_address(address), digest_size=8).hexdigest()
 
 
-def _buffer_requested() -> tuple[int, int]:
-    return BUFFER_BYTES, 0
+def _buffer_requested(buffer: Any, size: Any, max_records: Any) -> None:
+    try:
+        address, nbytes = _POOL.lend()
+    except Exception:  # no memory for a buffer: CUPTI drops the records and counts them
+        address, nbytes = 0, 0
+    buffer[0] = address or None
+    size[0] = nbytes
+    max_records[0] = 0
 
 
-def _buffer_completed(activities: Any) -> None:
+def _buffer_completed(context: Any, stream: int, address: int | None, size: int, valid: int) -> None:
+    buf = _POOL.take_back(address or 0)
+    if buf is None:
+        return
     tracer = _ACTIVE
-    if tracer is not None:
-        tracer.take(activities)
+    if tracer is not None and valid:
+        tracer.filled.append((buf, valid))
+    else:
+        _POOL.recycle(buf)
 
 
 class Tracer:
     """One recording: `start()`, the program runs, `stop()` returns the `Capture`."""
 
-    def __init__(self, cupti: ModuleType, *, fingerprints: bool = True, frames: FrameFilter | None = None) -> None:
+    def __init__(self, cupti: ModuleType, *, fingerprints: bool = True, frames: FrameFilter | None = None,
+                 native: Any = None) -> None:
         self.cupti = cupti
+        self.native = native
         self.fingerprints = fingerprints
         self.frames = frames or FrameFilter()
-        self._subscriber: Any = None
-        self._on_api: Callable[[Any, int, int, Any], None] | None = None
+        self.filled: list[tuple[Any, int]] = []  # activity buffers CUPTI returned, with their valid bytes
+        self._subscriber: int | None = None
+        self._pointer: Any = None  # the callback's C function pointer, alive while subscribed
         self._kinds: list[Any] = []
         self._t0 = 0
+        self._t1: int | None = None
+        self._capture: act.Capture | None = None
         # correlation id -> (api, site, instr, direction, dst, src, count, enter_ns)
         self._calls: dict[int, tuple[Any, ...]] = {}
         self._late: dict[int, str] = {}  # fingerprints, taken on exit once the bytes are final
-        self._copies: list[act.Copy] = []
-        self._memsets: list[act.Memset] = []
-        self._kernels: list[act.Kernel] = []
-        self._syncs: list[act.Sync] = []
         self._errors: list[str] = []
-        k = cupti.ActivityKind
-        self._extract: dict[int, tuple[Callable[[Any], Any], list[Any]]] = {
-            int(k.MEMCPY): (act.copy_from, self._copies),
-            int(k.MEMSET): (act.memset_from, self._memsets),
-            int(k.CONCURRENT_KERNEL): (act.kernel_from, self._kernels),
-            int(k.SYNCHRONIZATION): (act.sync_from, self._syncs),
-        }
-        if hasattr(k, "MEMCPY2"):
-            self._extract[int(k.MEMCPY2)] = (act.peer_copy_from, self._copies)
-
-    # ------------------------------------------------------------ buffers
-    def take(self, activities: Any) -> None:
-        """Copy each activity record out of a completed CUPTI buffer (CUPTI's thread or a flush)."""
-        extract = self._extract
-        try:
-            for a in activities:
-                entry = extract.get(int(a.kind))
-                if entry is not None:
-                    entry[1].append(entry[0](a))
-        except Exception as exc:
-            self.error("reading an activity record", exc)
 
     def error(self, where: str, exc: BaseException) -> None:
         if len(self._errors) < 5:
@@ -116,17 +111,17 @@ class Tracer:
         with _LOCK:
             if _ACTIVE is not None:
                 raise ProfilerError("a CUPTI recording is already running in this process")
+            native = self.native = self.native if self.native is not None else Native.load(c)
             try:
-                if _REGISTERED is not c:
-                    c.activity_register_callbacks(_buffer_requested, _buffer_completed)
-                    _REGISTERED = c
+                if _REGISTERED is not native:
+                    native.register_buffers(_buffer_requested, _buffer_completed)
+                    _REGISTERED = native
                 table = resolve(APIS, c.runtime_api_trace_cbid, c.driver_api_trace_cbid)
                 domains = {RUNTIME: int(c.CallbackDomain.RUNTIME_API), DRIVER: int(c.CallbackDomain.DRIVER_API)}
                 by_id = {(domains[d], cbid): api for (d, cbid), api in table.items()}
-                self._on_api = self._callback(by_id)  # CUPTI holds only a borrowed reference
-                self._subscriber = c.subscribe(self._on_api, None)
+                self._subscriber, self._pointer = native.subscribe(self._callback(by_id))
                 for (domain, cbid) in by_id:
-                    c.enable_callback(1, self._subscriber, domain, cbid)
+                    native.enable_callback(self._subscriber, domain, cbid)
                 _ACTIVE = self
                 k = c.ActivityKind
                 for kind in (k.MEMCPY, k.CONCURRENT_KERNEL):
@@ -146,16 +141,16 @@ class Tracer:
                 raise ProfilerError(f"CUPTI could not start: {_explain(c, exc)}") from None
         return self
 
-    def stop(self) -> act.Capture:
-        """Stop listening, let the device finish, collect every record; idempotent."""
+    def halt(self) -> None:
+        """End the recording: stop listening, let the device finish, flush the buffers; idempotent.
+
+        Decoding what was recorded is left to `stop()`, so that a program's
+        recording ends as soon as it can.
+        """
         c = self.cupti
-        t1 = int(c.get_timestamp()) if _ACTIVE is self else self._t0
-        if self._subscriber is not None:
-            try:
-                c.unsubscribe(self._subscriber)
-            except Exception as exc:
-                self.error("unsubscribing", exc)
-            self._subscriber = None
+        if self._t1 is None:
+            self._t1 = int(c.get_timestamp()) if _ACTIVE is self else self._t0
+        self._unsubscribe()
         if _ACTIVE is self:
             sync_kind = c.ActivityKind.SYNCHRONIZATION
             try:
@@ -167,8 +162,24 @@ class Tracer:
             except Exception as exc:
                 self.error("flushing activity records", exc)
             self._teardown()
-        return act.Capture(self._t0, t1, self._api_calls(), tuple(self._copies), tuple(self._memsets),
-                           tuple(self._kernels), tuple(self._syncs), self._dropped(), tuple(self._errors))
+
+    def stop(self) -> act.Capture:
+        """End the recording (`halt`) and return everything it collected, decoded; idempotent."""
+        self.halt()
+        if self._capture is None:
+            copies, memsets, kernels, syncs = self._decode()
+            t1 = self._t1 if self._t1 is not None else self._t0
+            self._capture = act.Capture(self._t0, t1, self._api_calls(), tuple(copies), tuple(memsets),
+                                        tuple(kernels), tuple(syncs), self._dropped(), tuple(self._errors))
+        return self._capture
+
+    def _unsubscribe(self) -> None:
+        if self._subscriber is not None:
+            try:
+                self.native.unsubscribe(self._subscriber)
+            except Exception as exc:
+                self.error("unsubscribing", exc)
+            self._subscriber = None
 
     def _teardown(self) -> None:
         global _ACTIVE
@@ -178,14 +189,45 @@ class Tracer:
             except Exception as exc:
                 self.error("disabling activity records", exc)
         self._kinds.clear()
-        if self._subscriber is not None:
-            try:
-                self.cupti.unsubscribe(self._subscriber)
-            except Exception:
-                pass
-            self._subscriber = None
+        self._unsubscribe()
         if _ACTIVE is self:
             _ACTIVE = None
+
+    def _decode(self) -> tuple[list[act.Copy], list[act.Memset], list[act.Kernel], list[act.Sync]]:
+        """The filled buffers' records, in the profiler's vocabulary; the buffers go back to the pool."""
+        copies: list[act.Copy] = []
+        memsets: list[act.Memset] = []
+        kernels: list[act.Kernel] = []
+        syncs: list[act.Sync] = []
+        filled, self.filled = self.filled, []
+        if not filled:
+            return copies, memsets, kernels, syncs
+        k = self.cupti.ActivityKind
+        names = CStrings()
+        readers: dict[int, tuple[Callable[[Any], list[Any]], list[Any]]] = {
+            int(k.MEMCPY): (act.copies_from, copies),
+            int(k.MEMSET): (act.memsets_from, memsets),
+            int(k.CONCURRENT_KERNEL): (lambda rows: act.kernels_from(rows, names), kernels),
+            int(k.SYNCHRONIZATION): (act.syncs_from, syncs),
+        }
+        if hasattr(k, "MEMCPY2"):
+            readers[int(k.MEMCPY2)] = (act.peer_copies_from, copies)
+        try:
+            dtypes = {kind: dt for kind, dt in record_dtypes(self.cupti).items() if kind in readers}
+            by_kind, _ = records_of(filled, self.native.records, dtypes)
+        except Exception as exc:
+            self.error("reading activity records", exc)
+            by_kind = {}
+        finally:
+            for buf, _ in filled:
+                _POOL.recycle(buf)
+        for kind, rows in by_kind.items():
+            read, into = readers[kind]
+            try:
+                into.extend(read(rows))
+            except Exception as exc:
+                self.error("reading an activity record", exc)
+        return copies, memsets, kernels, syncs
 
     def _dropped(self) -> int:
         out = ctypes.c_size_t(0)
@@ -204,65 +246,90 @@ class Tracer:
         return out
 
     # ------------------------------------------------------------ callback
-    def _callback(self, table: dict[tuple[int, int], Api]) -> Callable[[Any, int, int, Any], None]:
+    def _callback(self, table: dict[tuple[int, int], Api]) -> Callable[[Any, int, int, int], None]:
+        """The API callback: CUPTI calls it on entry to and exit from every call of `table`.
+
+        A runtime call (`cudaMemcpyAsync`) makes its driver call
+        (`cuMemcpyHtoDAsync_v2`) inside it, on the same thread, and CUPTI
+        calls back for both. The runtime call's entry does the work (user
+        frame, parameter block); the nested driver call's entry only files
+        the same site under its own correlation id, and its record points
+        the conversion at the runtime call (`convert.call_of` prefers the
+        call whose parameter block was read).
+        """
         c = self.cupti
         calls = self._calls
         late = self._late
         site_of = self.frames.site
         getframe = sys._getframe
         get_ident = threading.get_ident
-        timestamp = c.get_timestamp
+        timestamp = getattr(self.native, "timestamp", None) or c.get_timestamp
         fingerprints = self.fingerprints
-        params_at, result_at = _offsets(c)
+        read = CallbackLayout(getattr(c, "callback_data_dtype", None)).reader()
         enter_site = int(c.ApiCallbackSite.API_ENTER)
+        runtime = int(c.CallbackDomain.RUNTIME_API)
+        # (domain, cbid) -> (api, its parameter-block reader or None), looked up once per callback
+        entries = {key: (api, copy_reader(api.layout) if api.layout is not None else None)
+                   for key, api in table.items()}
+        #: thread -> (site, instr) of the runtime call it is inside
+        outer: dict[int, tuple[Any, Any]] = {}
         #: thread -> an async D2H (corr, dst, count, instr) whose bytes are not known to be final
         pending: dict[int, tuple[int, int, int, Any]] = {}
         awaiting: dict[int, int] = {}  # thread -> correlation id of the sync that makes them final
         errors = self.error
 
-        def on_api(userdata: Any, domain: int, cbid: int, cbdata: Any) -> None:
+        def on_api(userdata: Any, domain: int, cbid: int, address: int) -> None:
             try:
-                api = table.get((domain, cbid))
-                if api is None:
+                entry = entries.get((domain, cbid))
+                if entry is None:
                     return
-                corr = cbdata.correlation_id
-                if cbdata.callback_site != enter_site:
+                api, copy = entry
+                where, params, result, corr = read(address)
+                if where != enter_site:
+                    if domain == runtime:
+                        outer.pop(get_ident(), None)
                     if fingerprints:
-                        on_exit(api, corr, cbdata)
+                        on_exit(api, corr, result)
                     return
+                tid = get_ident()
+                if domain != runtime:
+                    inside = outer.get(tid)
+                    if inside is not None:  # the runtime call around it has the site and the arguments
+                        if corr not in calls:  # the two may share one correlation id: keep the outer's arguments
+                            calls[corr] = (api, inside[0], inside[1], None, None, None, None, 0)
+                        return
                 try:
                     frame = getframe(1)
                 except ValueError:
                     frame = None
                 site, instr = site_of(frame)
+                if domain == runtime:
+                    outer[tid] = (site, instr)
                 if pending:
-                    tid = get_ident()
                     waiting = pending.get(tid)
                     if waiting is not None:
                         if api.role == SYNC and instr is not None and waiting[3] == instr:
                             awaiting[tid] = corr
                         else:  # the program ran on: the bytes may have changed since
                             del pending[tid]
-                layout = api.layout
-                if layout is None:
-                    calls[corr] = (api, site, instr, None, None, None, None, 0)
-                    return
                 calls[corr] = (api, site, instr, None, None, None, None, 0)  # kept if the block is unreadable
-                args = read_copy_args(layout, _field(cbdata, params_at, "function_params"))
-                direction = args.direction
-                calls[corr] = (api, site, instr, direction, args.dst if direction != "h2d" else None,
-                               args.src if direction != "d2h" else None, args.count, timestamp())
+                if copy is None or not params:
+                    return
+                dst, src, count, direction = copy(params)
+                calls[corr] = (api, site, instr, direction, dst if direction != "h2d" else None,
+                               src if direction != "d2h" else None, count,
+                               timestamp() if direction != "h2d" else 0)
             except Exception as exc:
                 errors("in a CUDA API callback", exc)
 
-        def on_exit(api: Api, corr: int, data: Any) -> None:
+        def on_exit(api: Api, corr: int, result: int) -> None:
             if api.role == COPY:
                 entry = calls.get(corr)
                 if entry is None or not entry[6] or api.layout is None or not api.layout.flat:
                     return
                 direction = entry[3]
                 host = entry[5] if direction == "h2d" else entry[4] if direction == "d2h" else None
-                if not host or not _succeeded(data, result_at):
+                if not host or not _succeeded(result):
                     return
                 if direction == "h2d":
                     # still inside the call: the program cannot have touched the source since it began
@@ -276,36 +343,14 @@ class Tracer:
                 if awaiting.get(tid) == corr:
                     del awaiting[tid]
                     d2h = pending.pop(tid, None)
-                    if d2h is not None and _succeeded(data, result_at):
+                    if d2h is not None and _succeeded(result):
                         late[d2h[0]] = digest(d2h[1], d2h[2])
 
         return on_api
 
 
-def _offsets(cupti: ModuleType) -> tuple[int, int]:
-    """Byte offsets of `functionParams` and `functionReturnValue` in CUpti_CallbackData (16, 24 on 64-bit)."""
-    dtype = getattr(cupti, "callback_data_dtype", None)
-    try:
-        fields = dtype.fields  # type: ignore[union-attr]
-        return int(fields["function_params"][1]), int(fields["function_return_value"][1])
-    except (AttributeError, KeyError, TypeError):
-        return 16, 24
-
-
-def _field(cbdata: Any, offset: int, name: str) -> int:
-    """A pointer field of the CUpti_CallbackData behind cupti-python's `CallbackData` (0 if unreadable)."""
-    try:
-        return ctypes.c_void_p.from_address(int(cbdata.ptr) + offset).value or 0
-    except (AttributeError, TypeError, ValueError):
-        try:  # versions that expose the struct as a NumPy record instead
-            return int(cbdata._data[0][name]) or 0
-        except Exception:
-            return 0
-
-
-def _succeeded(cbdata: Any, result_at: int) -> bool:
+def _succeeded(result: int) -> bool:
     """Whether the call returned success (its CUresult/cudaError_t, readable on exit); unknown counts as failure."""
-    result = _field(cbdata, result_at, "function_return_value")
     return bool(result) and ctypes.c_int.from_address(result).value == 0
 
 

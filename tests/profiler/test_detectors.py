@@ -137,3 +137,25 @@ def test_many_small_copies_counts_runs_between_launches(tmp_path: Path) -> None:
     assert (f.count, f.nbytes) == (64, 64 * 16 * 8)
     assert f.modelled_lost_ns == int(63 * PCIE.latency_us * 1000)
     assert "64 small H2D copies of 'x' (at most 64 KiB each" in f.message and "in 1 run(s)" in f.message
+
+
+@pytest.mark.parametrize("kernels_per_step, fires", [(1, True), (3, True), (4, True), (5, False), (12, False)])
+def test_a_scalar_read_per_step_of_a_few_kernels_is_a_sync_per_launch(kernels_per_step: int, fires: bool) -> None:
+    """A CUPTI trace of `for step: a few kernels; total += x.sum().item()`: one wait per step, every few launches."""
+    from profiler.model import Meta, Record, Run, Site
+
+    loop, item = Site("/w/train.py", 12, "main", "acc += d * 0.5", 9), Site("/w/train.py", 13, "main", "x.item()", 9)
+    records, t, launch = [], 0, 0
+    for _ in range(20):
+        for _ in range(kernels_per_step):
+            records.append(Record("launch", t, 3000, kernel="k", launch=launch, site=loop, mode="batched"))
+            launch, t = launch + 1, t + 5000
+        records.append(Record("d2h", t, 2000, 4, site=item, mode="batched"))
+        records.append(Record("sync", t, 8000, site=item, mode="batched"))
+        t += 10000
+    run = Run(Meta(backend="cupti", device="gpu", mode="batched", started_at="2026-12-03T00:00:00+00:00", wall_ns=t),
+              tuple(records))
+    found = [f for f in detect(run) if f.code == "OFF507"]
+    assert bool(found) == fires
+    if fires:
+        assert found[0].site == item and found[0].count == 19, "the last wait has no launch after it"

@@ -113,3 +113,18 @@ def test_cxx_filt_demangles_when_installed() -> None:
     if demangle is None:
         pytest.skip("c++filt (binutils) is not installed")
     assert demangle(["_Z5scalePfi", "cupy_add"]) == {"_Z5scalePfi": "scale(float*, int)"}
+
+
+def test_a_runtime_copy_takes_its_arguments_from_the_runtime_call() -> None:
+    """cudaMemcpyAsync makes cuMemcpyHtoDAsync inside it; the tracer reads the outer call's parameter block only."""
+    b = Builder()
+    up = b.h2d(7, 4096, host=0x1000, fp="abc")  # the runtime call, arguments read
+    b.corr += 1  # the driver call inside it: its site, no arguments
+    b.calls[b.corr] = ApiCall(b.corr, "cuMemcpyHtoDAsync_v2", "copy", b.calls[up].site, b.calls[up].instr)
+    copy = b.copies[-1]
+    b.copies[-1] = Copy(b.corr, up, copy.direction, copy.src_kind, copy.dst_kind, copy.nbytes, copy.start, copy.end)
+    b.kernel(8)
+    (record, launch) = convert(b.capture()).records
+    assert (record.kind, record.array, record.fingerprint, record.site.line) == ("h2d", 0x1000, "abc", 7)
+    assert launch.kind == "launch"
+

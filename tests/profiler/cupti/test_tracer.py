@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from profiler.cupti import tracer as tracer_module
+from profiler.cupti.convert import convert
 from profiler.cupti.frames import FrameFilter
 from profiler.cupti.tracer import Tracer
 from profiler.errors import ProfilerError
@@ -49,13 +50,17 @@ def test_copies_get_site_pointers_and_fingerprints(fake) -> None:  # type: ignor
     x = np.arange(1024, dtype=np.float32)
     dev = np.zeros_like(x)
     back = np.zeros_like(x)
-    t = Tracer(cupti, fingerprints=True, frames=frames).start()
-    assert cupti.registrations == 1 and len(cupti.enabled) > 100
+    t = Tracer(cupti, fingerprints=True, frames=frames, native=cupti.native).start()
+    assert cupti.native.registrations == 1 and len(cupti.native.enabled) > 100
     up = cuda.memcpy(dev.ctypes.data, x.ctypes.data, x.nbytes, cuda.H2D)  # marker: upload
     down = cuda.memcpy(back.ctypes.data, dev.ctypes.data, x.nbytes, cuda.D2H, src_kind=3, dst_kind=1)  # marker: down
     k = cuda.launch("scale")  # marker: launch
     capture = t.stop()
-    assert [c.correlation for c in capture.copies] == [up, down] and [k.correlation for k in capture.kernels] == [k]
+    assert [c.runtime_correlation for c in capture.copies] == [up, down]
+    assert [k.correlation for k in capture.kernels] == [k]
+    inner = capture.calls[capture.copies[0].correlation]
+    assert inner.name == "cuMemcpyHtoD_v2" and inner.site == capture.calls[up].site and inner.count is None, \
+        "the driver call inside the runtime call files its site only; the runtime call has the arguments"
     call = capture.calls[up]
     assert call.site == (HERE, line_of("# marker: upload"), "test_copies_get_site_pointers_and_fingerprints")
     assert (call.src, call.dst, call.count, call.role) == (x.ctypes.data, None, x.nbytes, "copy")
@@ -65,30 +70,48 @@ def test_copies_get_site_pointers_and_fingerprints(fake) -> None:  # type: ignor
     assert d2h.fingerprint == blake(x), "a synchronous D2H is digested on exit, when its bytes have arrived"
     assert capture.calls[k].site[1] == line_of("# marker: launch")
     assert not capture.errors and capture.t1 > capture.t0
-    assert not cupti.subscribers and not cupti.kinds, "stop() unsubscribes and disables every activity kind"
+    records = convert(capture).records
+    assert [(r.kind, r.array, r.fingerprint) for r in records if r.kind in ("h2d", "d2h")] == [
+        ("h2d", x.ctypes.data, blake(x)), ("d2h", back.ctypes.data, blake(x))]
+    assert not cupti.native.subscribers and not cupti.kinds, "stop() unsubscribes and disables every activity kind"
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_a_nested_driver_call_keeps_the_runtime_calls_arguments(fake, shared: bool) -> None:  # type: ignore[no-untyped-def]
+    cupti, cuda, frames = fake
+    cuda.shared_correlation = shared  # whether CUPTI numbers the inner driver call apart or not
+    x = np.arange(64, dtype=np.float64)
+    dev = np.zeros_like(x)
+    t = Tracer(cupti, fingerprints=True, frames=frames, native=cupti.native).start()
+    up = cuda.memcpy(dev.ctypes.data, x.ctypes.data, x.nbytes, cuda.H2D)  # marker: nested
+    capture = t.stop()
+    (record,) = [r for r in convert(capture).records if r.kind == "h2d"]
+    assert (record.array, record.fingerprint, record.nbytes) == (x.ctypes.data, blake(x), x.nbytes)
+    assert record.site.line == line_of("# marker: nested")
+    assert capture.calls[up].name == "cudaMemcpy_v3020"
 
 
 def test_no_fingerprints_when_asked_or_when_the_call_failed(fake) -> None:  # type: ignore[no-untyped-def]
     cupti, cuda, frames = fake
     x = np.ones(256)
     dev = np.zeros_like(x)
-    t = Tracer(cupti, fingerprints=True, frames=frames).start()
+    t = Tracer(cupti, fingerprints=True, frames=frames, native=cupti.native).start()
     cuda.fail_next = True
     failed = cuda.memcpy(dev.ctypes.data, x.ctypes.data, x.nbytes, cuda.H2D)
     capture = t.stop()
     assert capture.calls[failed].fingerprint is None and not capture.copies
-    t = Tracer(cupti, fingerprints=False, frames=frames).start()
+    t = Tracer(cupti, fingerprints=False, frames=frames, native=cupti.native).start()
     plain = cuda.memcpy(dev.ctypes.data, x.ctypes.data, x.nbytes, cuda.H2D)
     capture = t.stop()
     assert capture.calls[plain].fingerprint is None and capture.calls[plain].src == x.ctypes.data
-    assert cupti.registrations == 1, "the buffer callbacks are registered once per process"
+    assert cupti.native.registrations == 1, "the buffer callbacks are registered once per process"
 
 
 def test_async_d2h_is_digested_at_the_sync_of_the_same_statement(fake) -> None:  # type: ignore[no-untyped-def]
     cupti, cuda, frames = fake
     dev = np.full(4, 3.0, dtype=np.float32)
     host = np.zeros(4, dtype=np.float32)
-    t = Tracer(cupti, fingerprints=True, frames=frames).start()
+    t = Tracer(cupti, fingerprints=True, frames=frames, native=cupti.native).start()
     cuda.item(host.ctypes.data, dev.ctypes.data, dev.nbytes)  # one statement: async copy + stream sync
     early = cuda.memcpy(host.ctypes.data, dev.ctypes.data, dev.nbytes, cuda.D2H, asynchronous=True, dst_kind=1)
     host[0] = 42.0  # the program changes the bytes before any sync
@@ -105,7 +128,7 @@ def test_driver_copies_and_activity_records(fake) -> None:  # type: ignore[no-un
     cupti, cuda, frames = fake
     x = np.arange(64, dtype=np.int64)
     dev = np.zeros_like(x)
-    t = Tracer(cupti, fingerprints=True, frames=frames).start()
+    t = Tracer(cupti, fingerprints=True, frames=frames, native=cupti.native).start()
     corr = cuda.htod_driver(dev.ctypes.data, x.ctypes.data, x.nbytes)
     capture = t.stop()
     (copy,) = capture.copies
@@ -113,21 +136,40 @@ def test_driver_copies_and_activity_records(fake) -> None:  # type: ignore[no-un
     assert capture.calls[corr].name == "cuMemcpyHtoD_v2" and capture.calls[corr].fingerprint == blake(x)
 
 
-def test_errors_in_callbacks_are_kept_not_raised(fake) -> None:  # type: ignore[no-untyped-def]
+def test_records_shorter_than_the_layout_are_reported_not_misread(fake) -> None:  # type: ignore[no-untyped-def]
     cupti, cuda, frames = fake
-    t = Tracer(cupti, fingerprints=True, frames=frames).start()
-    cupti.record(cupti.ActivityKind.MEMCPY, correlation_id=1)  # a record without its fields
+    x = np.ones(8)
+    t = Tracer(cupti, fingerprints=True, frames=frames, native=cupti.native).start()
+    cupti.truncate = 8  # a libcupti whose records are shorter than cupti-python's dtypes
+    corr = cuda.memcpy(x.ctypes.data, x.ctypes.data, x.nbytes, cuda.H2D)
     capture = t.stop()
-    assert capture.errors and "reading an activity record" in capture.errors[0]
+    assert not capture.copies and corr in capture.calls
+    assert len(capture.errors) == 1 and "reading activity records" in capture.errors[0]
+    assert "shorter than cupti-python's" in capture.errors[0]
+
+
+def test_a_layout_without_a_needed_field_is_reported(fake, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    cupti, cuda, frames = fake
+    import numpy.lib.recfunctions as rfn
+
+    monkeypatch.setattr(type(cupti), "activity_kernel10_dtype",
+                        rfn.drop_fields(np.zeros(1, cupti.activity_kernel10_dtype), "name").dtype)
+    t = Tracer(cupti, fingerprints=True, frames=frames, native=cupti.native).start()
+    cuda.launch("k")
+    x = np.ones(4)
+    cuda.memcpy(x.ctypes.data, x.ctypes.data, x.nbytes, cuda.H2D)
+    capture = t.stop()
+    assert len(capture.copies) == 1 and not capture.kernels, "the other kinds are still read"
+    assert capture.errors and "reading an activity record" in capture.errors[0] and "'name'" in capture.errors[0]
 
 
 def test_one_recording_at_a_time(fake) -> None:  # type: ignore[no-untyped-def]
     cupti, _, frames = fake
-    t = Tracer(cupti, frames=frames).start()
+    t = Tracer(cupti, frames=frames, native=cupti.native).start()
     with pytest.raises(ProfilerError, match="already running"):
-        Tracer(cupti, frames=frames).start()
+        Tracer(cupti, frames=frames, native=cupti.native).start()
     t.stop()
-    Tracer(cupti, frames=frames).start().stop()
+    Tracer(cupti, frames=frames, native=cupti.native).start().stop()
 
 
 def test_start_failure_is_one_line_and_leaves_nothing_enabled(fake) -> None:  # type: ignore[no-untyped-def]
@@ -136,11 +178,11 @@ def test_start_failure_is_one_line_and_leaves_nothing_enabled(fake) -> None:  # 
     class Refused(Exception):
         pass
 
-    def subscribe(callback, userdata):  # type: ignore[no-untyped-def]
+    def subscribe(callback):  # type: ignore[no-untyped-def]
         raise Refused("CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED")
 
-    cupti.subscribe = subscribe
+    cupti.native.subscribe = subscribe
     with pytest.raises(ProfilerError) as err:
-        Tracer(cupti, frames=frames).start()
+        Tracer(cupti, frames=frames, native=cupti.native).start()
     assert "\n" not in str(err.value) and "another CUPTI client" in str(err.value)
     assert not cupti.kinds and tracer_module._ACTIVE is None

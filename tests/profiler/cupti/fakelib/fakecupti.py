@@ -1,11 +1,16 @@
-"""A stand-in for cupti-python and a CUDA runtime, for testing the tracer's logic without a GPU.
+"""A stand-in for cupti-python, libcupti and a CUDA runtime, for testing the tracer's logic without a GPU.
 
-`FakeCupti` has the slice of `cupti.cupti` the tracer uses (enums, subscribe,
-enable_callback, activity_* and get_timestamp). `FakeCuda` plays the CUDA
-runtime: each call builds the real `CUpti_CallbackData` and `*_params`
-structs in memory, calls the subscriber on entry and exit as CUPTI does,
+`FakeCupti` has the slice of `cupti.cupti` the tracer uses (enums, record
+dtypes, activity_* and get_timestamp); `FakeNative` the libcupti calls the
+tracer makes through ctypes (`profiler.cupti.native.Native`): subscribe,
+enable_callback, unsubscribe, the buffer callbacks and the record walk.
+`FakeCuda` plays the CUDA runtime: each call builds the real
+`CUpti_CallbackData` and `*_params` structs in memory, calls the
+subscriber on entry and exit with the struct's address as CUPTI does,
 moves the bytes (host memory stands in for device memory) and queues the
-activity record CUPTI would deliver. This file lives in its own folder so
+activity record CUPTI would deliver; a flush writes the queued records,
+packed as the record dtypes say, into a buffer the tracer lent, and hands
+it back. This file lives in its own folder so
 that the tracer's frame filter can be told to treat it as a library, as it
 treats CuPy: call sites then land in the test that called it.
 """
@@ -15,8 +20,7 @@ from __future__ import annotations
 import ctypes
 import enum
 import itertools
-from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -56,6 +60,23 @@ callback_data_dtype = np.dtype({"names": [n for n, _ in CallbackData._fields_],
                                 "itemsize": ctypes.sizeof(CallbackData)})
 
 
+def _record_dtype(fields: list[tuple[str, str]]) -> np.dtype:
+    return np.dtype([("kind", "<u4"), ("_pad", "<u4"), *fields])
+
+
+#: record layouts (the fields the tracer reads, not CUPTI's full structs): one size per kind, as in CUPTI
+activity_memcpy6_dtype = _record_dtype([("copy_kind", "u1"), ("src_kind", "u1"), ("dst_kind", "u1"), ("flags", "u1"),
+                                        ("_pad2", "<u4"), ("bytes", "<u8"), ("start", "<u8"), ("end", "<u8"),
+                                        ("device_id", "<u4"), ("stream_id", "<u4"), ("correlation_id", "<u4"),
+                                        ("runtime_correlation_id", "<u4")])
+activity_kernel10_dtype = _record_dtype([("start", "<u8"), ("end", "<u8"), ("device_id", "<u4"), ("stream_id", "<u4"),
+                                         ("correlation_id", "<u4"), ("_pad2", "<u4"), ("name", "<u8")])
+activity_synchronization2_dtype = _record_dtype([("type", "<u4"), ("_pad2", "<u4"), ("start", "<u8"), ("end", "<u8"),
+                                                 ("correlation_id", "<u4"), ("stream_id", "<u4")])
+activity_memset4_dtype = _record_dtype([("bytes", "<u8"), ("start", "<u8"), ("end", "<u8"), ("device_id", "<u4"),
+                                        ("stream_id", "<u4"), ("correlation_id", "<u4"), ("memory_kind", "<u4")])
+
+
 class FakeCupti:
     """The module surface of `cupti.cupti` that `profiler.cupti.tracer` touches."""
 
@@ -65,23 +86,20 @@ class FakeCupti:
     runtime_api_trace_cbid = runtime_api_trace_cbid
     driver_api_trace_cbid = driver_api_trace_cbid
     callback_data_dtype = callback_data_dtype
+    activity_memcpy6_dtype = activity_memcpy6_dtype
+    activity_kernel10_dtype = activity_kernel10_dtype
+    activity_synchronization2_dtype = activity_synchronization2_dtype
+    activity_memset4_dtype = activity_memset4_dtype
 
     def __init__(self) -> None:
         self.clock = itertools.count(1_000_000, 1000)
-        self.subscribers: dict[int, Callable[..., None]] = {}
-        self.enabled: set[tuple[int, int, int]] = set()
         self.kinds: set[int] = set()
-        self.registrations = 0
-        self.completed: Callable[[list[Any]], None] | None = None
-        self.queued: list[Any] = []
+        self.queued: list[tuple[np.dtype, dict[str, Any]]] = []
+        self.native = FakeNative(self)
+        self.truncate = 0  # bytes to cut off each record written (a libcupti older than the dtypes)
 
     def get_timestamp(self) -> int:
         return next(self.clock)
-
-    def activity_register_callbacks(self, requested: Callable[[], Any], completed: Callable[[list[Any]], None]) -> None:
-        self.registrations += 1
-        assert requested()[0] > 0
-        self.completed = completed
 
     def activity_enable(self, kind: int) -> None:
         self.kinds.add(int(kind))
@@ -90,28 +108,75 @@ class FakeCupti:
         self.kinds.discard(int(kind))
 
     def activity_flush_all(self, flag: int) -> None:
-        if self.completed is not None and self.queued:
+        if self.queued:
             batch, self.queued = self.queued, []
-            self.completed(batch)
+            self.native.deliver(batch, self.truncate)
 
     def activity_get_num_dropped_records(self, context: int, stream: int, out: int) -> None:
         ctypes.c_size_t.from_address(out).value = 0
 
-    def subscribe(self, callback: Callable[..., None], userdata: Any) -> int:
-        handle = len(self.subscribers) + 1
-        self.subscribers[handle] = callback
-        return handle
+    def record(self, kind: int, **fields: Any) -> None:
+        dtype = {ActivityKind.MEMCPY: activity_memcpy6_dtype, ActivityKind.CONCURRENT_KERNEL: activity_kernel10_dtype,
+                 ActivityKind.SYNCHRONIZATION: activity_synchronization2_dtype,
+                 ActivityKind.MEMSET: activity_memset4_dtype}[kind]
+        if int(kind) in self.kinds:
+            self.queued.append((dtype, {"kind": int(kind), **fields}))
 
-    def enable_callback(self, enable: int, handle: int, domain: int, cbid: int) -> None:
+
+class FakeNative:
+    """The libcupti entry points `profiler.cupti.native.Native` offers, over the fake."""
+
+    def __init__(self, cupti: FakeCupti) -> None:
+        self.cupti = cupti
+        self.subscribers: dict[int, Callable[..., None]] = {}
+        self.enabled: set[tuple[int, int, int]] = set()
+        self.registrations = 0
+        self.requested: Callable[..., None] | None = None
+        self.completed: Callable[..., None] | None = None
+        self.offsets: dict[int, list[int]] = {}  # buffer address -> record offsets written there
+        self.names: list[ctypes.Array[ctypes.c_char]] = []  # kernel-name strings, alive as CUPTI's are
+
+    def register_buffers(self, requested: Callable[..., None], completed: Callable[..., None]) -> None:
+        self.registrations += 1
+        self.requested, self.completed = requested, completed
+
+    def subscribe(self, fn: Callable[..., None]) -> tuple[int, Any]:
+        handle = len(self.subscribers) + 1
+        self.subscribers[handle] = fn
+        return handle, fn
+
+    def enable_callback(self, handle: int, domain: int, cbid: int) -> None:
         self.enabled.add((handle, int(domain), int(cbid)))
 
     def unsubscribe(self, handle: int) -> None:
         self.subscribers.pop(handle, None)
         self.enabled = {e for e in self.enabled if e[0] != handle}
 
-    def record(self, kind: int, **fields: Any) -> None:
-        if int(kind) in self.kinds:
-            self.queued.append(SimpleNamespace(kind=int(kind), **fields))
+    def name(self, text: str) -> int:
+        buf = ctypes.create_string_buffer(text.encode())
+        self.names.append(buf)
+        return ctypes.addressof(buf)
+
+    def deliver(self, batch: list[tuple[np.dtype, dict[str, Any]]], truncate: int) -> None:
+        """Write records into a buffer the tracer lends, as CUPTI does, and complete it."""
+        assert self.requested is not None and self.completed is not None
+        pointer, size, most = ctypes.c_void_p(), ctypes.c_size_t(), ctypes.c_size_t()
+        self.requested(ctypes.pointer(pointer), ctypes.pointer(size), ctypes.pointer(most))
+        address, offset, offsets = int(pointer.value or 0), 0, []
+        for dtype, fields in batch:
+            row = np.zeros(1, dtype=dtype)
+            for k, v in fields.items():
+                row[k] = self.name(v) if k == "name" else v
+            data = row.tobytes()[: dtype.itemsize - truncate]
+            assert offset + len(data) <= size.value
+            ctypes.memmove(address + offset, data, len(data))
+            offsets.append(offset)
+            offset += len(data)
+        self.offsets[address] = offsets
+        self.completed(None, 0, address, size.value, offset)
+
+    def records(self, address: int, valid: int) -> Iterator[int]:
+        yield from (o for o in self.offsets[address] if o < valid)
 
 
 class FakeCuda:
@@ -124,43 +189,50 @@ class FakeCuda:
         self.corr = itertools.count(1)
         self.result = ctypes.c_int(0)
         self.fail_next = False
+        self.shared_correlation = False  # nested driver calls reuse the runtime call's correlation id
 
     def _call(self, domain: CallbackDomain, name: str, params: ctypes.Structure | None,
-              body: Callable[[], None]) -> int:
+              body: Callable[[], None], corr: int | None = None) -> int:
         enum_ = runtime_api_trace_cbid if domain == CallbackDomain.RUNTIME_API else driver_api_trace_cbid
         cbid = int(getattr(enum_, name))
-        corr = next(self.corr)
+        corr = next(self.corr) if corr is None else corr
         data = CallbackData(callback_site=0, function_name=name.encode(),
                             function_params=ctypes.addressof(params) if params is not None else None,
                             function_return_value=ctypes.addressof(self.result), correlation_id=corr)
-        view = SimpleNamespace(ptr=ctypes.addressof(data), correlation_id=corr, function_name=name)
-        subscribers = [cb for h, cb in self.cupti.subscribers.items() if (h, int(domain), cbid) in self.cupti.enabled]
-        view.callback_site = 0
+        native = self.cupti.native
+        subscribers = [cb for h, cb in native.subscribers.items() if (h, int(domain), cbid) in native.enabled]
         for cb in subscribers:
-            cb(None, int(domain), cbid, view)
+            cb(None, int(domain), cbid, ctypes.addressof(data))
         self.result.value = 1 if self.fail_next else 0
         self.fail_next = False
         if not self.result.value:
             body()
-        data.callback_site = view.callback_site = 1
+        data.callback_site = 1
         for cb in subscribers:
-            cb(None, int(domain), cbid, view)
+            cb(None, int(domain), cbid, ctypes.addressof(data))
         return corr
 
     def memcpy(self, dst: int, src: int, count: int, kind: int, *, asynchronous: bool = False,
                src_kind: int = 1, dst_kind: int = 3) -> int:
+        """A runtime copy; like the real runtime it makes its driver call inside, and CUPTI reports both."""
         name = "cudaMemcpyAsync_v3020" if asynchronous else "cudaMemcpy_v3020"
         params = MemcpyParams(dst=dst, src=src, count=count, kind=kind)
+        inner = {1: "cuMemcpyHtoD", 2: "cuMemcpyDtoH"}[kind] + ("Async_v2" if asynchronous else "_v2")
         box: dict[str, int] = {}
 
-        def body() -> None:
+        def driver() -> None:
             ctypes.memmove(dst, src, count)
             box["start"] = self.cupti.get_timestamp()
 
-        corr = self._call(CallbackDomain.RUNTIME_API, name, params, body)
+        def body() -> None:
+            box["driver"] = self._call(CallbackDomain.DRIVER_API, inner, DriverCopyParams(dst=dst, src=src, count=count),
+                                       driver, box["outer"] if self.shared_correlation else None)
+
+        box["outer"] = next(self.corr)
+        corr = self._call(CallbackDomain.RUNTIME_API, name, params, body, box["outer"])
         if "start" in box:
-            self.cupti.record(ActivityKind.MEMCPY, correlation_id=corr, runtime_correlation_id=0, copy_kind=kind,
-                              src_kind=src_kind, dst_kind=dst_kind, bytes=count, start=box["start"],
+            self.cupti.record(ActivityKind.MEMCPY, correlation_id=box["driver"], runtime_correlation_id=corr,
+                              copy_kind=kind, src_kind=src_kind, dst_kind=dst_kind, bytes=count, start=box["start"],
                               end=box["start"] + 500, stream_id=7, device_id=0)
         return corr
 

@@ -4,7 +4,11 @@ Each copying line ends with a `# site: NAME` marker the tests look up.
 """
 
 import numpy as np
-from numba import cuda
+
+if not hasattr(np, "row_stack"):  # numba-cuda 0.30 overloads np.row_stack, which NumPy 2.5 removed
+    np.row_stack = np.vstack
+
+from numba import cuda  # noqa: E402
 
 STEPS = 10
 N = 1 << 16  # 512 KiB of float64

@@ -1,0 +1,178 @@
+"""Where the CUPTI source's overhead goes: the recording taken apart, one mechanism at a time.
+
+Run on an NVIDIA GPU with cupti-python:
+    python benchmarks/cupti_breakdown.py [--copies 10000] [--repeats 3]
+
+`benchmarks/cupti_overhead.py` times the whole `CuptiRecorder`; this
+script times the same two small-copy loops of plain CuPy (`cp.asarray`
+of a 1 KiB array, `d.get()` of one) under each piece of it alone:
+
+* `off`: untraced;
+* `act:memcpy`, `act:all`: activity records only (MEMCPY; MEMCPY,
+  CONCURRENT_KERNEL, SYNCHRONIZATION, MEMSET), no API callbacks;
+* `cb:noop-py`: API callbacks for the source's table through
+  cupti-python's `subscribe`, into a function that returns at once (what
+  cupti-python's trampoline costs; the source no longer uses it);
+* `cb:noop`: the same through ctypes (`profiler.cupti.native`), as the
+  source subscribes;
+* `cb:tracer`: the same callbacks into the tracer's own callback (frame
+  walk, parameter block), no activity records;
+* `recorder`: the whole `CuptiRecorder(fingerprints=False)`, start and stop.
+
+It also counts the callbacks per copy, by API name, so that a surprising
+cost can be traced to the calls that cause it. A table on stdout;
+nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from profiler.cupti import CuptiRecorder  # noqa: E402
+from profiler.cupti.apis import APIS, DRIVER, RUNTIME, resolve  # noqa: E402
+from profiler.cupti.native import Native  # noqa: E402
+from profiler.cupti.probe import import_cupti  # noqa: E402
+from profiler.cupti.tracer import Tracer  # noqa: E402
+
+
+def table_ids(c: Any) -> dict[tuple[int, int], Any]:
+    table = resolve(APIS, c.runtime_api_trace_cbid, c.driver_api_trace_cbid)
+    domains = {RUNTIME: int(c.CallbackDomain.RUNTIME_API), DRIVER: int(c.CallbackDomain.DRIVER_API)}
+    return {(domains[d], cbid): api for (d, cbid), api in table.items()}
+
+
+class Config:
+    """Something switched on around a timed loop: `on()` before, `off()` after."""
+
+    def __init__(self, c: Any, name: str) -> None:
+        self.c, self.name = c, name
+        self.native = Native.load(c)
+        self.pointer: Any = None
+        self.sub: Any = None
+        self.kinds: list[Any] = []
+        self.recorder: CuptiRecorder | None = None
+        self.fn: Callable[..., None] | None = None
+        self.counts: collections.Counter[tuple[int, int]] = collections.Counter()
+
+    def on(self) -> None:
+        c, k = self.c, self.c.ActivityKind
+        if self.name.startswith("act:"):
+            kinds = [k.MEMCPY] if self.name == "act:memcpy" else [k.MEMCPY, k.CONCURRENT_KERNEL,
+                                                                 k.SYNCHRONIZATION, k.MEMSET]
+            for kind in kinds:
+                c.activity_enable(kind)
+                self.kinds.append(kind)
+        elif self.name.startswith("cb:"):
+            ids = table_ids(c)
+            if self.name in ("cb:noop", "cb:noop-py"):
+                def fn(userdata: Any, domain: int, cbid: int, cbdata: Any) -> None:
+                    return None
+            elif self.name == "cb:count":
+                counts = self.counts
+
+                def fn(userdata: Any, domain: int, cbid: int, cbdata: Any) -> None:
+                    counts[(domain, cbid)] += 1
+            else:
+                fn = Tracer(c, fingerprints=False)._callback(ids)
+            self.fn = fn
+            if self.name == "cb:noop-py":
+                self.sub = c.subscribe(fn, None)
+                for domain, cbid in ids:
+                    c.enable_callback(1, self.sub, domain, cbid)
+            else:
+                self.sub, self.pointer = self.native.subscribe(fn)
+                for domain, cbid in ids:
+                    self.native.enable_callback(self.sub, domain, cbid)
+        elif self.name == "recorder":
+            self.recorder = CuptiRecorder(fingerprints=False).start()
+
+    def off(self) -> None:
+        c = self.c
+        for kind in self.kinds:
+            c.activity_disable(kind)
+        if self.kinds:
+            c.activity_flush_all(1)
+        self.kinds.clear()
+        if self.sub is not None:
+            if self.name == "cb:noop-py":
+                c.unsubscribe(self.sub)
+            else:
+                self.native.unsubscribe(self.sub)
+            self.sub = None
+        if self.recorder is not None:
+            self.recorder.stop()
+            self.recorder = None
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--copies", type=int, default=10_000, help="copies per loop (default: %(default)s)")
+    parser.add_argument("--repeats", type=int, default=3, help="rounds; the fastest is shown (default: %(default)s)")
+    args = parser.parse_args()
+    c, why = import_cupti()
+    if c is None:
+        print(f"cupti_breakdown: {why}", file=sys.stderr)
+        return 2
+    import cupy as cp
+
+    x = np.arange(256, dtype=np.float32)
+    d = cp.asarray(x)
+    sync = cp.cuda.Device().synchronize
+    n = args.copies
+
+    def small_h2d() -> None:
+        for _ in range(n):
+            cp.asarray(x)
+        sync()
+
+    def small_d2h() -> None:
+        for _ in range(n):
+            d.get()
+        sync()
+
+    # the activity buffers must be registered before any activity kind is enabled
+    CuptiRecorder(fingerprints=False).start().stop()
+    names = ["off", "act:memcpy", "act:all", "cb:noop-py", "cb:noop", "cb:tracer", "recorder"]
+    print(f"# {time.strftime('%Y-%m-%d')} CuPy {cp.__version__}, {n} copies per loop, fastest of {args.repeats}")
+    print(f"{'loop':<10} " + " ".join(f"{k:>11}" for k in names) + "   (µs per copy; off: absolute)")
+    for label, loop in (("small H2D", small_h2d), ("small D2H", small_d2h)):
+        best = {}
+        for name in names:
+            cfg = Config(c, name)
+            times, edges = [], []
+            for _ in range(args.repeats + 1):  # the first is a warm-up
+                t_on = time.perf_counter_ns()
+                cfg.on()
+                t0 = time.perf_counter_ns()
+                loop()
+                t1 = time.perf_counter_ns()
+                cfg.off()
+                times.append(t1 - t0)
+                edges.append((t0 - t_on, time.perf_counter_ns() - t1))
+            best[name] = min(times[1:]) / n / 1e3
+            if name == "recorder":
+                start_ms = min(e[0] for e in edges[1:]) / 1e6
+                stop_ms = min(e[1] for e in edges[1:]) / 1e6
+        cells = [f"{best['off']:>11.2f}"] + [f"{best[k] - best['off']:>+11.2f}" for k in names[1:]]
+        print(f"{label:<10} " + " ".join(cells) + f"   recorder start {start_ms:.1f} ms, stop {stop_ms:.1f} ms")
+        cfg = Config(c, "cb:count")
+        cfg.on()
+        loop()
+        cfg.off()
+        calls = ", ".join(f"{c.get_callback_name(dom, cbid)} {cnt / n:.2f}"
+                          for (dom, cbid), cnt in cfg.counts.most_common())
+        print(f"{'':<10} callbacks per copy (enter and exit): {calls or 'none'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
