@@ -16,8 +16,8 @@ Each is timed untraced, under `CuptiRecorder(fingerprints=False)` (what
 targets, at most 2x for the small-copy loop and under 5% for large
 copies, are for it, as the offload recorder's targets are for its
 no-fingerprint mode) and under `CuptiRecorder()` (the default: the host
-bytes of every copy are digested for OFF502/OFF503, a blake2b pass at
-about 1 GB/s). Traced times include starting and stopping the recording
+bytes of every copy are digested for OFF502/OFF503: one XXH3 pass with
+xxhash, a blake2b pass at 0.3-1 GB/s without it). Traced times include starting and stopping the recording
 (subscribing, the final device sync and activity flush); decoding the
 records and building the `Run` afterwards is timed separately, per record.
 An empty recording (start and stop around nothing) is timed too: `fixed`

@@ -11,7 +11,9 @@ new. The modules, in dependency order:
 * `frames`: the Python call site of a CUDA call.
 * `convert`: a `Capture` -> `Run` records, in issue order.
 * `probe`: is cupti-python installed, is there an NVIDIA GPU (one-line errors).
-* `tracer`: the live CUPTI session (the only module that calls cupti-python).
+* `native`: libcupti's hot paths (API callbacks, activity buffers) through ctypes.
+* `buffers`: activity buffers lent to CUPTI and decoded in bulk with NumPy.
+* `tracer`: the live CUPTI session (with `native`, the only code that calls CUPTI).
 * `recorder`: `CuptiRecorder`, the `Recorder` interface `offload-prof run --source cupti` uses.
 * `rocprof`: rocprofv3 JSON (or CSV with sizes) -> `Run`.
 

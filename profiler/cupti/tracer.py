@@ -53,9 +53,24 @@ _POOL = Pool()
 _LOCK = threading.Lock()
 
 
+try:  # XXH3 reads at memory speed; blake2b (offload_core's digest) managed 0.3-1 GB/s on the H200 machine
+    from xxhash import xxh3_64_hexdigest as _xxh3
+except ImportError:  # pragma: no cover - the cupti extra installs xxhash
+    _xxh3 = None
+
+
 def digest(address: int, nbytes: int) -> str:
-    """The content fingerprint offload_core uses (blake2b, 8 bytes) of host memory at `address`."""
-    return hashlib.blake2b((ctypes.c_char * nbytes).from_address(address), digest_size=8).hexdigest()
+    """A content fingerprint (16 hex digits) of host memory at `address`: XXH3-64 with xxhash, else blake2b.
+
+    Fingerprints are compared within one trace only (the same buffer's
+    previous upload), so the choice of digest need only be the same for
+    the whole recording. A 256 MiB copy took 0.8 s to digest with blake2b
+    on the H200 machine, 160 times the copy itself.
+    """
+    data = (ctypes.c_char * nbytes).from_address(address)
+    if _xxh3 is not None:
+        return _xxh3(data)
+    return hashlib.blake2b(data, digest_size=8).hexdigest()
 
 
 def _buffer_requested(buffer: Any, size: Any, max_records: Any) -> None:
