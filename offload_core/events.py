@@ -20,7 +20,7 @@ import sys
 import warnings
 from collections import deque
 from dataclasses import dataclass
-from types import FrameType
+from types import CodeType, FrameType
 from typing import Callable, Protocol
 
 #: queued events beyond which finished ones are delivered eagerly, and the hard cap
@@ -212,18 +212,46 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _SUITE_DIR = os.path.join(_PACKAGE_DIR, "suite")
 
 
-def _internal(frame: FrameType) -> bool:
+def _internal(code: CodeType) -> bool:
     # offload_core's own frames are skipped, except the suite: its drivers are
     # the "user code" whose call sites a profile of the suite should name.
-    filename = frame.f_code.co_filename
+    filename = code.co_filename
     return filename.startswith(_PACKAGE_DIR) and not filename.startswith(_SUITE_DIR)
+
+
+#: file name -> whether it is offload_core's own, and (id of a code object, instruction) ->
+#: (the code object, its Callsite). Every traced operation asks for its call site, and a
+#: loop asks for the same few again and again. Code objects are keyed by identity, and
+#: held, because equal code in two files compares equal; both caches are cleared when
+#: they grow past SITE_CACHE entries, so code made on the fly (exec in a loop) cannot
+#: make them grow without bound.
+_INTERNAL: dict[str, bool] = {}
+_SITES: dict[tuple[int, int], tuple[CodeType, Callsite]] = {}
+SITE_CACHE = 4096
 
 
 def callsite(depth: int = 1) -> Callsite | None:
     """The first frame outside offload_core, starting `depth` frames up."""
     frame: FrameType | None = sys._getframe(depth)
-    while frame is not None and _internal(frame):
+    internal = _INTERNAL
+    while frame is not None:
+        code = frame.f_code
+        flag = internal.get(code.co_filename)
+        if flag is None:
+            if len(internal) >= SITE_CACHE:
+                internal.clear()
+            flag = internal[code.co_filename] = _internal(code)
+        if not flag:
+            break
         frame = frame.f_back
     if frame is None:
         return None
-    return Callsite(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+    key = (id(code), frame.f_lasti)
+    hit = _SITES.get(key)
+    if hit is not None and hit[0] is code:
+        return hit[1]
+    if len(_SITES) >= SITE_CACHE:
+        _SITES.clear()
+    site = Callsite(code.co_filename, frame.f_lineno, code.co_name)
+    _SITES[key] = (code, site)
+    return site

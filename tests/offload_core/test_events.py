@@ -164,3 +164,20 @@ def test_the_queue_of_pending_events_stays_bounded(rec: Recorder) -> None:
     assert [e.kernel for e in rec._events[:3]] == ["k0", "k1", "k2"], "still in issue order"
     events.flush()
     assert len(rec.events) == PENDING_HARD_LIMIT + 11
+
+
+def test_call_site_caches_stay_bounded_with_code_made_on_the_fly(monkeypatch: pytest.MonkeyPatch) -> None:
+    from offload_core import events as ev
+
+    monkeypatch.setattr(ev, "SITE_CACHE", 16)
+    ev._SITES.clear()
+    ev._INTERNAL.clear()
+    sites = []
+    for i in range(50):  # each exec makes a new code object, as generated code in a loop would
+        scope: dict[str, object] = {"ev": ev}
+        exec(compile(f"site = ev.callsite(1)  # {i}", f"<generated {i}>", "exec"), scope)
+        sites.append(scope["site"])
+    assert len(ev._SITES) <= 16 and len(ev._INTERNAL) <= 16
+    assert [s.file for s in sites] == [f"<generated {i}>" for i in range(50)]  # type: ignore[attr-defined]
+    twice = [ev.callsite(1) for _ in range(2)]  # one instruction, twice: the cached record
+    assert twice[0] is twice[1]
