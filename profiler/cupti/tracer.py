@@ -283,9 +283,12 @@ class Tracer:
         read = CallbackLayout(getattr(c, "callback_data_dtype", None)).reader()
         enter_site = int(c.ApiCallbackSite.API_ENTER)
         runtime = int(c.CallbackDomain.RUNTIME_API)
-        # (domain, cbid) -> (api, its parameter-block reader or None), looked up once per callback
-        entries = {key: (api, copy_reader(api.layout) if api.layout is not None else None)
-                   for key, api in table.items()}
+        # cbid -> (api, its parameter-block reader or None), one table per domain: looked up on every callback
+        runtime_entries: dict[int, tuple[Api, Any]] = {}
+        driver_entries: dict[int, tuple[Api, Any]] = {}
+        for (domain_id, cbid_), api_ in table.items():
+            into = runtime_entries if domain_id == runtime else driver_entries
+            into[cbid_] = (api_, copy_reader(api_.layout) if api_.layout is not None else None)
         #: thread -> (site, instr) of the runtime call it is inside
         outer: dict[int, tuple[Any, Any]] = {}
         #: thread -> an async D2H (corr, dst, count, instr) whose bytes are not known to be final
@@ -295,19 +298,20 @@ class Tracer:
 
         def on_api(userdata: Any, domain: int, cbid: int, address: int) -> None:
             try:
-                entry = entries.get((domain, cbid))
+                is_runtime = domain == runtime
+                entry = (runtime_entries if is_runtime else driver_entries).get(cbid)
                 if entry is None:
                     return
-                api, copy = entry
                 where, params, result, corr = read(address)
                 if where != enter_site:
-                    if domain == runtime:
+                    if is_runtime:
                         outer.pop(get_ident(), None)
                     if fingerprints:
-                        on_exit(api, corr, result)
+                        on_exit(entry[0], corr, result)
                     return
+                api, copy = entry
                 tid = get_ident()
-                if domain != runtime:
+                if not is_runtime:
                     inside = outer.get(tid)
                     if inside is not None:  # the runtime call around it has the site and the arguments
                         if corr not in calls:  # the two may share one correlation id: keep the outer's arguments
@@ -318,7 +322,7 @@ class Tracer:
                 except ValueError:
                     frame = None
                 site, instr = site_of(frame)
-                if domain == runtime:
+                if is_runtime:
                     outer[tid] = (site, instr)
                 if pending:
                     waiting = pending.get(tid)
@@ -327,9 +331,10 @@ class Tracer:
                             awaiting[tid] = corr
                         else:  # the program ran on: the bytes may have changed since
                             del pending[tid]
-                calls[corr] = (api, site, instr, None, None, None, None, 0)  # kept if the block is unreadable
                 if copy is None or not params:
+                    calls[corr] = (api, site, instr, None, None, None, None, 0)
                     return
+                calls[corr] = (api, site, instr, None, None, None, None, 0)  # kept if the block is unreadable
                 dst, src, count, direction = copy(params)
                 calls[corr] = (api, site, instr, direction, dst if direction != "h2d" else None,
                                src if direction != "d2h" else None, count,
