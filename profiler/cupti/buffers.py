@@ -76,15 +76,14 @@ class Pool:
 
 
 def records_of(buffers: Iterable[tuple[np.ndarray, int]], walk: Callable[[int, int], Iterator[int]],
-               dtypes: dict[int, np.dtype]) -> tuple[dict[int, np.ndarray], dict[int, int]]:
-    """Decode filled buffers: (kind -> structured array of its records in buffer order, kind -> count skipped).
+               dtypes: dict[int, np.dtype]) -> dict[int, np.ndarray]:
+    """Decode filled buffers: kind -> structured array of its records, in buffer order.
 
     `walk(address, valid_bytes)` yields record offsets (CUPTI's iterator);
-    records of kinds without a dtype are counted, not read. A record
+    records of kinds without a dtype are passed over. A record
     shorter than its dtype raises `ValueError` naming both sizes.
     """
     parts: dict[int, list[np.ndarray]] = {}
-    skipped: dict[int, int] = {}
     for buf, valid in buffers:
         offsets = np.fromiter(walk(buf.ctypes.data, valid), dtype=np.int64)
         if not offsets.size:
@@ -93,11 +92,10 @@ def records_of(buffers: Iterable[tuple[np.ndarray, int]], walk: Callable[[int, i
         ends = np.append(offsets[1:], valid)
         kinds = raw[offsets[:, None] + np.arange(4)].copy().view("<u4").ravel()
         for kind in np.unique(kinds).tolist():
-            pick = kinds == kind
             dtype = dtypes.get(kind)
             if dtype is None:
-                skipped[kind] = skipped.get(kind, 0) + int(pick.sum())
                 continue
+            pick = kinds == kind
             at = offsets[pick]
             shortest = int((ends[pick] - at).min())
             if shortest < dtype.itemsize:
@@ -105,7 +103,7 @@ def records_of(buffers: Iterable[tuple[np.ndarray, int]], walk: Callable[[int, i
                                  f"cupti-python's {dtype.itemsize}-byte layout (cupti-python and libcupti versions differ)")
             rows = raw[at[:, None] + np.arange(dtype.itemsize)]
             parts.setdefault(kind, []).append(rows.view(dtype).ravel())
-    return {k: (v[0] if len(v) == 1 else np.concatenate(v)) for k, v in parts.items()}, skipped
+    return {k: (v[0] if len(v) == 1 else np.concatenate(v)) for k, v in parts.items()}
 
 
 class CStrings:

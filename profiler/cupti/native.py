@@ -114,15 +114,13 @@ class Native:
         self.lib = lib
         lib.cuptiSubscribe.argtypes = [ctypes.POINTER(ctypes.c_void_p), API_CALLBACK, ctypes.c_void_p]
         lib.cuptiEnableCallback.argtypes = [ctypes.c_uint32, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32]
-        lib.cuptiEnableDomain.argtypes = [ctypes.c_uint32, ctypes.c_void_p, ctypes.c_int]
         lib.cuptiUnsubscribe.argtypes = [ctypes.c_void_p]
         lib.cuptiActivityRegisterCallbacks.argtypes = [BUFFER_REQUESTED, BUFFER_COMPLETED]
         lib.cuptiActivityGetNextRecord.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)]
         lib.cuptiGetResultString.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
         lib.cuptiGetTimestamp.argtypes = [ctypes.POINTER(ctypes.c_uint64)]
-        for name in ("cuptiGetTimestamp", "cuptiSubscribe", "cuptiEnableCallback", "cuptiEnableDomain",
-                     "cuptiUnsubscribe", "cuptiActivityRegisterCallbacks", "cuptiActivityGetNextRecord",
-                     "cuptiGetResultString"):
+        for name in ("cuptiGetTimestamp", "cuptiSubscribe", "cuptiEnableCallback", "cuptiUnsubscribe",
+                     "cuptiActivityRegisterCallbacks", "cuptiActivityGetNextRecord", "cuptiGetResultString"):
             getattr(lib, name).restype = ctypes.c_int
         self._keep: list[Any] = []  # function pointers CUPTI holds must outlive every call into them
         self._stamp = ctypes.c_uint64(0)

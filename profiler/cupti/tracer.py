@@ -14,11 +14,12 @@ The callback is the hot path (it runs twice per intercepted call), so on
 entry it does only this: read the callback record in one unpack, find the
 user frame (`frames`), read a copy's pointers from its parameter block
 (`apis`) and store one tuple under the correlation id. Filled activity
-buffers are only queued; `stop()` decodes them in bulk (`buffers`). Fingerprints (when on) are taken on exit, and only of
-calls that succeeded, so that a bad pointer is CUDA's error to report and
-never a read by the profiler: an H2D's source as the call leaves (the
-program has not run since it began), a D2H's destination once its bytes
-are final, that is on exit of a synchronous copy, or on exit of the
+buffers are only queued; `stop()` decodes them in bulk (`buffers`).
+Fingerprints (when on) are taken on exit, and only of calls that
+succeeded, so that a bad pointer is CUDA's error to report and never a
+read by the profiler: an H2D's source as the call leaves (the program
+has not run since it began), a D2H's destination once its bytes are
+final, that is on exit of a synchronous copy, or on exit of the
 synchronisation the same Python instruction makes next (PyTorch's
 `.item()` is an async copy and a stream sync). Any other async D2H stays
 without a fingerprint: its bytes may still be arriving, or already be
@@ -229,7 +230,7 @@ class Tracer:
             readers[int(k.MEMCPY2)] = (act.peer_copies_from, copies)
         try:
             dtypes = {kind: dt for kind, dt in record_dtypes(self.cupti).items() if kind in readers}
-            by_kind, _ = records_of(filled, self.native.records, dtypes)
+            by_kind = records_of(filled, self.native.records, dtypes)
         except Exception as exc:
             self.error("reading activity records", exc)
             by_kind = {}
@@ -331,10 +332,9 @@ class Tracer:
                             awaiting[tid] = corr
                         else:  # the program ran on: the bytes may have changed since
                             del pending[tid]
-                if copy is None or not params:
-                    calls[corr] = (api, site, instr, None, None, None, None, 0)
-                    return
                 calls[corr] = (api, site, instr, None, None, None, None, 0)  # kept if the block is unreadable
+                if copy is None or not params:
+                    return
                 dst, src, count, direction = copy(params)
                 calls[corr] = (api, site, instr, direction, dst if direction != "h2d" else None,
                                src if direction != "d2h" else None, count,
