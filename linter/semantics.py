@@ -84,6 +84,7 @@ class Semantics(LoopFacts, DeviceValues):
         self._computing: set[int] = set()
         self._returns: dict[int, str | None] = {}
         self._param_cache: dict[tuple[int, str], str | None] = {}
+        self._unpacking: set[tuple[int, tuple[int, ...]]] = set()
         self._defs: dict[int, Scope] | None = None
         self._calls_by_name: dict[str, list[CallSite]] | None = None
         self._classified: dict[int, Classified | None] = {}

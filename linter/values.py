@@ -80,6 +80,7 @@ class DeviceValues:
     _computing: set[int]
     _returns: dict[int, str | None]
     _param_cache: dict[tuple[int, str], str | None]
+    _unpacking: set[tuple[int, tuple[int, ...]]]
 
     # -- supplied by Semantics ----------------------------------------------------------
 
@@ -322,10 +323,17 @@ class DeviceValues:
         return found
 
     def _return_element(self, function: Scope, index: tuple[int, ...]) -> str | None:
-        found = None
-        for value in function.returns:
-            found = _stronger(found, self._unpack_taint(Unpack(value, index, False), function, 1))
-        return found
+        key = (id(function), index)
+        if key in self._unpacking:
+            return None  # a recursive function: its own call adds nothing
+        self._unpacking.add(key)
+        try:
+            found = None
+            for value in function.returns:
+                found = _stronger(found, self._unpack_taint(Unpack(value, index, False), function, 1))
+            return found
+        finally:
+            self._unpacking.discard(key)
 
     def _param_taint(self, name: str, param: cst.Param, scope: Scope) -> str | None:
         if param.annotation is not None:
