@@ -7,22 +7,19 @@ applied to code that has moved. If a round produced code that no longer
 parses (a bug in a fix), the file keeps the last text that did, and the
 user is told. Ten rounds bound the loop.
 
-A fixed file is written in place (`rewrite`): its inode, permissions,
-owner, hard links and symlink stay what they were, and a file that is
-writable in a folder that is not can still be fixed. A write that fails
-(no permission, a full disk, a file-size limit) restores the bytes it
-overwrote, counts nothing as fixed, and makes the command exit 2.
+Fixed files are written by `rewrite.write_fixed` (whole or not at all); a
+write that fails (no permission, a full disk, a file-size limit) leaves the
+file as it was, counts nothing as fixed, and makes the command exit 2.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from .findings import FileResult, Finding
+from .rewrite import write_fixed
 
 if TYPE_CHECKING:
     from .runner import Job, RunResult
@@ -93,7 +90,7 @@ def fix_files(session: Session, run: RunResult, write: bool) -> FixOutcome:
         after = len([f for f in session.visible(current) if not f.suppressed])
         if write:
             try:
-                rewrite(job.path, text.encode(job.encoding), job.text.encode(job.encoding))
+                write_fixed(job.path, text.encode(job.encoding), job.text.encode(job.encoding))
             except UnicodeEncodeError as exc:
                 outcome.failed.append(job.display)
                 outcome.notes.append(f"{job.display}: cannot write the fixed file: the fix is not encodable as {job.encoding} ({exc.reason})")
@@ -111,41 +108,3 @@ def fix_files(session: Session, run: RunResult, write: bool) -> FixOutcome:
         sys.stderr.write(f"offload-lint: {note}\n")
     return outcome
 
-
-def rewrite(path: Path, new: bytes, old: bytes) -> None:
-    """Overwrite the file at `path` (whose content is `old`) with `new`, in place.
-
-    Nothing is truncated before the new bytes are all written, so a write
-    that fails part way has touched only the bytes it wrote; those are put
-    back from `old` (over blocks the file already has, so a full disk
-    cannot stop it) and the error is raised.
-    """
-    fd = os.open(path, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
-    try:
-        written = 0
-        try:
-            while written < len(new):
-                written += _write_at(fd, memoryview(new)[written:], written)
-            os.ftruncate(fd, len(new))
-        except OSError:
-            _restore(fd, old, written)
-            raise
-    finally:
-        os.close(fd)
-
-
-def _write_at(fd: int, data: memoryview, offset: int) -> int:
-    os.lseek(fd, offset, os.SEEK_SET)
-    return os.write(fd, data)
-
-
-def _restore(fd: int, old: bytes, written: int) -> None:
-    """Put back the first `written` bytes of the original, and its length; best effort."""
-    try:
-        done = 0
-        head = memoryview(old)[: min(written, len(old))]
-        while done < len(head):
-            done += _write_at(fd, head[done:], done)
-        os.ftruncate(fd, len(old))
-    except OSError:
-        pass

@@ -201,12 +201,31 @@ def test_a_fix_that_cannot_be_written_is_not_counted_and_exits_two(tmp_path: Pat
     assert not proc.stdout.startswith("Fixed") and proc.stdout.startswith("a.py:4:5: OFF105 [*]")
     assert proc.stderr.strip() == "offload-lint: a.py: cannot write the fixed file: File too large; the file is unchanged"
     assert (tmp_path / "a.py").read_text() == source
+    assert sorted(os.listdir(tmp_path)) == ["a.py"], "no temporary file is left behind"
+
+
+@posix
+def test_a_fixed_file_keeps_its_mode_its_hard_links_and_its_symlink(tmp_path: Path) -> None:
+    (tmp_path / "private.py").write_text(UPLOAD)
+    (tmp_path / "private.py").chmod(0o640)
+    (tmp_path / "linked.py").write_text(UPLOAD)
+    os.link(tmp_path / "linked.py", tmp_path / "other_name.txt")  # not a .py: linted once, under linked.py
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "target.txt").write_text(UPLOAD)
+    (tmp_path / "via_link.py").symlink_to(tmp_path / "real" / "target.txt")
+    proc = run_cli("--no-cache", "--fix", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("Fixed 3 findings in 3 files.\n")
+    assert (tmp_path / "private.py").stat().st_mode & 0o777 == 0o640
+    assert (tmp_path / "other_name.txt").read_text() == FIXED and (tmp_path / "linked.py").stat().st_nlink == 2
+    assert (tmp_path / "via_link.py").is_symlink() and (tmp_path / "real" / "target.txt").read_text() == FIXED
+    assert sorted(os.listdir(tmp_path)) == ["linked.py", "other_name.txt", "private.py", "real", "via_link.py"]
 
 
 REWRITE = """
 import sys
 from pathlib import Path
-from linter.fixing import rewrite
+from linter.rewrite import rewrite
 try:
     rewrite(Path(sys.argv[1]), b"n" * int(sys.argv[2]), Path(sys.argv[1]).read_bytes())
 except OSError as exc:
@@ -224,7 +243,7 @@ def test_rewrite_puts_back_what_a_failed_write_overwrote(tmp_path: Path) -> None
                               timeout=60, preexec_fn=lambda: _limit_file_size(2048))
         assert (proc.returncode, proc.stderr.strip()) == (1, "File too large")
         assert path.read_bytes() == old
-    from linter.fixing import rewrite
+    from linter.rewrite import rewrite
 
     rewrite(path, b"short\n", old)
     assert path.read_bytes() == b"short\n"
