@@ -128,6 +128,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         _abandon_stdout()
         return 1
     except Exception as exc:  # a bug of ours: one line, and a way to report it
+        from .workers import WorkerDied
+
+        if isinstance(exc, WorkerDied):
+            sys.stderr.write(f"offload-lint: {exc}\n")
+            return 2
         sys.stderr.write(f"offload-lint: internal error: {type(exc).__name__}: {exc} (please report it)\n")
         return 2
 

@@ -21,6 +21,7 @@ import os
 import re
 import sys
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -31,7 +32,7 @@ from .config import Config, matches
 from .findings import FileResult
 from .signatures import KernelIndex
 from .source import DecodeError, RuleSettings, UnreadableError, decode, diagnostic, read_source
-from .workers import die_with_parent
+from .workers import WorkerDied, die_with_parent
 
 _STATE: dict[str, Any] = {}
 _DEFINES_KERNEL = re.compile(r"@\s*[\w.]*kernel\b|RawKernel\s*\(")
@@ -217,9 +218,14 @@ class Runner:
         size = max(1, min(64, len(jobs) // (self.jobs * 4)))
         chunks = [jobs[i:i + size] for i in range(0, len(jobs), size)]
         out: list[FileResult] = []
-        for chunk_result in self._pool.map(_lint_chunk, chunks, [sigs] * len(chunks)):
-            out.extend(chunk_result)
-            self._tick(None, len(out) - 1, len(jobs))
+        try:
+            for chunk_result in self._pool.map(_lint_chunk, chunks, [sigs] * len(chunks)):
+                out.extend(chunk_result)
+                self._tick(None, len(out) - 1, len(jobs))
+        except BrokenProcessPool:
+            raise WorkerDied(
+                "a worker process ended abruptly (killed, or out of memory); run again, or with --jobs 1"
+            ) from None
         return out
 
     def _tick(self, result: FileResult | None, i: int, total: int) -> FileResult | None:

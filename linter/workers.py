@@ -23,6 +23,10 @@ import threading
 import time
 
 PR_SET_PDEATHSIG = 1
+
+
+class WorkerDied(RuntimeError):
+    """A worker process ended abruptly (killed, or out of memory); the message is one line."""
 #: seconds between two looks at the parent, where the kernel cannot watch it for us
 POLL_S = 0.5
 

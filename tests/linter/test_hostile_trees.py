@@ -183,6 +183,29 @@ def test_workers_die_when_the_parent_is_killed(tmp_path: Path) -> None:
     assert survivors == [], f"workers {survivors} outlived their parent"
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_worker_killed_under_the_run_is_one_line_and_exit_two(tmp_path: Path) -> None:
+    for n in range(400):
+        (tmp_path / f"m{n}.py").write_text(LOOP.format(n=n))
+    parent = subprocess.Popen(
+        [sys.executable, "-m", "linter", "--no-cache", "--jobs", "2", "."], cwd=tmp_path,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        workers: list[int] = []
+        while not workers and time.monotonic() < deadline and parent.poll() is None:
+            workers = _children(parent.pid)
+            time.sleep(0.02)
+        assert workers, "the pool never started; make the tree larger"
+        os.kill(workers[0], signal.SIGKILL)
+        _, stderr = parent.communicate(timeout=60)
+    finally:
+        parent.kill()
+    assert parent.returncode == 2
+    assert stderr == "offload-lint: a worker process ended abruptly (killed, or out of memory); run again, or with --jobs 1\n"
+
+
 # -------------------------------------------------------------- item 6: --fix
 
 def _limit_file_size(limit: int) -> None:
