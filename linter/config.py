@@ -28,6 +28,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from offload_core.catalog import Rule
 
+from .source import UnreadableError, read_source
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
@@ -153,11 +155,13 @@ def load_config(path: Path | None, rules: Mapping[str, Rule]) -> Config:
     """Read `[tool.offload-lint]` from `path` (None: defaults, rooted at the current folder)."""
     if path is None:
         return Config(root=Path.cwd())
+    if not path.exists():
+        raise ConfigError(f"{path}: configuration file not found")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: configuration file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
+        data = tomllib.loads(read_source(path).decode("utf-8"))
+    except UnreadableError as exc:  # never opened blocking: `--config` naming a FIFO is one line too
+        raise ConfigError(f"{path}: cannot read ({exc})") from None
+    except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: cannot read ({exc})") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None

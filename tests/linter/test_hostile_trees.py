@@ -115,6 +115,10 @@ def test_fifos_and_devices_are_off902_and_never_opened_blocking(tmp_path: Path) 
             "cannot read this file: not a regular file (a FIFO)",
             "cannot read this file: not a regular file (a character device)",
         ]
+    os.mkfifo(tmp_path / "config.toml")
+    proc = run_cli("--no-cache", "--config", "config.toml", "ok.py", cwd=tmp_path, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr == "offload-lint: config.toml: cannot read (not a regular file (a FIFO))\n"
 
 
 @posix
