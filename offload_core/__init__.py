@@ -14,7 +14,7 @@
 
 The backend (`OFFLOAD_BACKEND=auto|numpy|cupy`), the mode
 (`OFFLOAD_MODE=batched|naive`) and every copy, launch and region edge
-(`offload_core.events`) are described in DESIGN.md and the README.
+(`offload_core.events`) are described in docs/design.md and the README.
 """
 
 from __future__ import annotations

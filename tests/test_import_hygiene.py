@@ -1,4 +1,4 @@
-"""The dependency rules of DESIGN.md, checked on the real import graph in fresh interpreters.
+"""The dependency rules of docs/design.md, checked on the real import graph in fresh interpreters.
 
 A static import graph cannot tell a module-level import from a deferred one,
 so each statement runs in a subprocess and `sys.modules` is inspected.

@@ -99,6 +99,42 @@ def test_bad_input_fails_with_one_line_and_exit_2(args: list[str], message: str)
     assert proc.stderr.startswith("offload-bench: error: ") and message in proc.stderr
 
 
+def test_a_folder_as_json_path_says_so(tmp_path: Path) -> None:
+    proc = bench("--json", str(tmp_path), "--kernels", "DAXPY", *SMALL)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == (f"offload-bench: error: --json {str(tmp_path)!r} is a folder; give a file name, such as "
+                           f"{str(tmp_path / 'results.json')!r}\n")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_json_file_that_cannot_be_written_in_the_end_exits_2() -> None:
+    proc = bench("--json", "/dev/full", "--kernels", "DAXPY", "-q", *SMALL)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == "offload-bench: error: cannot write --json '/dev/full': No space left on device\n"
+
+
+def test_the_json_file_takes_the_umask(tmp_path: Path) -> None:
+    modes = []
+    for umask in (0o022, 0o077):
+        out = tmp_path / f"r-{umask:o}.json"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OFFLOAD_")}
+        proc = subprocess.run(
+            [sys.executable, "-m", "offload_core.suite", "--json", str(out), "--kernels", "DAXPY", "-q", *SMALL],
+            capture_output=True, text=True, env={**env, "OFFLOAD_BACKEND": "numpy"}, timeout=300,
+            preexec_fn=lambda u=umask: os.umask(u),  # type: ignore[misc]
+        )
+        assert proc.returncode == 0, proc.stderr
+        modes.append(out.stat().st_mode & 0o777)
+    assert modes == [0o644, 0o600]
+
+
+def test_version() -> None:
+    from offload_core import __version__
+
+    proc = bench("--version")
+    assert (proc.returncode, proc.stdout) == (0, f"offload-bench {__version__}\n")
+
+
 def test_an_unusable_backend_is_bad_input() -> None:
     proc = bench("--backend", "cupy", "--kernels", "ADD", *SMALL)
     if proc.returncode == 0:
