@@ -2,6 +2,7 @@
 
 Run: python benchmarks/rajaperf_compare.py RESULTS.json RAJAPERF_DIR
          [--combiner Average|Minimum] [--prefix RAJAPerf] [--rajaperf-passes N] [--unscaled]
+         [--variants Base_CUDA [RAJA_CUDA]]
 
 RESULTS.json is `offload-bench --json` output from the GPU run; RAJAPERF_DIR
 is the folder RAJAPerf wrote its reports into (`raja-perf.exe --outdir`):
@@ -23,7 +24,9 @@ and baseline-graph, and RAJAPerf Base_CUDA (its fastest tuning, named) and
 RAJA_CUDA, the ratios batched/Base_CUDA and baseline-graph/Base_CUDA with
 their geometric means, and whether RAJAPerf's checksums agree with ours.
 Our times are combined over our passes the same way (mean or minimum of
-the JSON's `times_s`), so both sides are read alike.
+the JSON's `times_s`), so both sides are read alike. `--variants` names
+other RAJAPerf variants to set beside ours (the first one is the ratios'
+denominator): `Base_Seq RAJA_Seq` checks a CPU build against a NumPy run.
 
 Checksums: RAJAPerf develop at 2024-10 (the tree this was written against)
 multiplies some checksums by a scale factor, `c * default size / actual
@@ -54,6 +57,7 @@ import numpy as np
 
 PROG = "rajaperf_compare.py"
 COMBINERS = ("Average", "Minimum")
+#: RAJAPerf's variants set beside ours by default; the first is the ratios' denominator.
 VARIANTS = ("Base_CUDA", "RAJA_CUDA")
 #: RAJAPerf develop 2024-10 (9af20b3): checksum_scale_factor = c * default / actual size, by kernel.
 CHECKSUM_SCALE = {"TRIAD": 1e-3, "FIR": 1e-4, "JACOBI_1D": 1e-4, "JACOBI_2D": 1e-4, "HEAT_3D": 1e-4,
@@ -228,7 +232,7 @@ class Row:
 
 
 def build_rows(ours: dict[str, Any], rp: dict[str, RajaperfKernel], combiner: str, passes: int,
-               scaled: bool) -> list[Row]:
+               scaled: bool, variants: tuple[str, ...] = VARIANTS) -> list[Row]:
     rows = []
     for k in ours["kernels"]:
         name = k["kernel"]
@@ -248,10 +252,11 @@ def build_rows(ours: dict[str, Any], rp: dict[str, RajaperfKernel], combiner: st
         scale = checksum_scale(name, k["size"], RAJAPERF_DEFAULT_SIZE) if scaled else np.longdouble(1.0)
         diffs = []
         for (variant, _), value in theirs.checksums.items():
-            if variant in VARIANTS:
+            if variant in variants:
                 mine = value / np.longdouble(passes) / scale
                 diffs.append(float(abs(mine - reference) / abs(reference)) if reference != 0 else float(abs(mine)))
-        rows.append(Row(name, times, theirs.best("Base_CUDA"), theirs.best("RAJA_CUDA"),
+        second = theirs.best(variants[1]) if len(variants) > 1 else None
+        rows.append(Row(name, times, theirs.best(variants[0]), second,
                         max(diffs) if diffs else None, tolerance, work))
     return rows
 
@@ -265,9 +270,12 @@ def _ms(t: float | None) -> str:
     return "-" if t is None else f"{t * 1e3:.3f}"
 
 
-def table(rows: list[Row], ours: dict[str, Any], folder: Path, combiner: str, passes: int, scaled: bool) -> str:
-    header = ("kernel", "batched ms", "baseline ms", "baseline-graph ms", "Base_CUDA ms", "tuning",
-              "RAJA_CUDA ms", "bat/Base_CUDA", "graph/Base_CUDA", "checksum diff", "agree")
+def table(rows: list[Row], ours: dict[str, Any], folder: Path, combiner: str, passes: int, scaled: bool,
+          variants: tuple[str, ...] = VARIANTS) -> str:
+    first = variants[0]
+    second = variants[1] if len(variants) > 1 else "-"
+    header = ("kernel", "batched ms", "baseline ms", "baseline-graph ms", f"{first} ms", "tuning",
+              f"{second} ms", f"bat/{first}", f"graph/{first}", "checksum diff", "agree")
     cells = []
     for r in rows:
         bat, graph = r.ratio("batched"), r.ratio("baseline-graph")
@@ -291,13 +299,13 @@ def table(rows: list[Row], ours: dict[str, Any], folder: Path, combiner: str, pa
     out.append(f"ours: {ours.get('device', '?')}, {ours.get('date', '?')}, `{ours.get('command', '?')}`")
     out.append(f"RAJAPerf: {folder}, {combiner.lower()} of {passes} pass(es); ours: the {combiner.lower()} "
                "of the JSON's passes; times are whole rep loops, device synchronised at both ends")
-    for label, variant in (("batched/Base_CUDA", "batched"), ("baseline-graph/Base_CUDA", "baseline-graph")):
+    for label, variant in ((f"batched/{first}", "batched"), (f"baseline-graph/{first}", "baseline-graph")):
         g = geomean([x for r in rows if (x := r.ratio(variant)) is not None])
         if g is not None:
             out.append(f"{label} geomean {g:.3f} over {sum(r.ratio(variant) is not None for r in rows)} kernels")
     scale = "RAJAPerf's checksum scale factors divided out" if scaled else "checksums taken unscaled"
-    out.append(f"checksum diff: worst |RAJAPerf / {passes} passes - ours| / |ours| over its CUDA variants and "
-               f"tunings ({scale}); agree: within the kernel's tolerance, floor {CROSS_FLOOR:g}")
+    out.append(f"checksum diff: worst |RAJAPerf / {passes} passes - ours| / |ours| over {', '.join(variants)} and "
+               f"their tunings ({scale}); agree: within the kernel's tolerance, floor {CROSS_FLOOR:g}")
     return "\n".join(out)
 
 
@@ -321,9 +329,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--prefix", default="RAJAPerf", help="RAJAPerf's --outfile prefix (default: RAJAPerf)")
     p.add_argument("--rajaperf-passes", type=_positive_int, metavar="N",
                    help="passes RAJAPerf ran (default: read from rajaperf-stdout.txt in the folder)")
+    p.add_argument("--variants", nargs="+", default=list(VARIANTS), metavar="VARIANT",
+                   help="RAJAPerf variants to set beside ours, at most two, the first the ratios' denominator "
+                   "(default: Base_CUDA RAJA_CUDA)")
     p.add_argument("--unscaled", action="store_true",
                    help="RAJAPerf's checksums carry no scale factor (develop after 2024-10)")
     args = p.parse_args(argv)
+    if len(args.variants) > 2:
+        p.error(f"--variants takes one or two RAJAPerf variants, got {len(args.variants)}")
+    variants = tuple(args.variants)
     try:
         ours = load_ours(args.results)
         rp = load_rajaperf(args.rajaperf, args.prefix, args.combiner)
@@ -334,8 +348,8 @@ def main(argv: list[str] | None = None) -> int:
     except BadInput as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
-    rows = build_rows(ours, rp, args.combiner, passes, not args.unscaled)
-    print(table(rows, ours, args.rajaperf, args.combiner, passes, not args.unscaled))
+    rows = build_rows(ours, rp, args.combiner, passes, not args.unscaled, variants)
+    print(table(rows, ours, args.rajaperf, args.combiner, passes, not args.unscaled, variants))
     bad = [r.kernel for r in rows if r.agrees is False]
     if bad:
         print(f"{PROG}: checksums disagree for {', '.join(bad)}", file=sys.stderr)
