@@ -273,9 +273,8 @@ def _ms(t: float | None) -> str:
 def table(rows: list[Row], ours: dict[str, Any], folder: Path, combiner: str, passes: int, scaled: bool,
           variants: tuple[str, ...] = VARIANTS) -> str:
     first = variants[0]
-    second = variants[1] if len(variants) > 1 else "-"
     header = ("kernel", "batched ms", "baseline ms", "baseline-graph ms", f"{first} ms", "tuning",
-              f"{second} ms", f"bat/{first}", f"graph/{first}", "checksum diff", "agree")
+              *(f"{v} ms" for v in variants[1:]), f"bat/{first}", f"graph/{first}", "checksum diff", "agree")
     cells = []
     for r in rows:
         bat, graph = r.ratio("batched"), r.ratio("baseline-graph")
@@ -285,12 +284,13 @@ def table(rows: list[Row], ours: dict[str, Any], folder: Path, combiner: str, pa
             agree = "yes" if r.agrees else "NO"
         cells.append((
             r.kernel, _ms(r.ours.get("batched")), _ms(r.ours.get("baseline")), _ms(r.ours.get("baseline-graph")),
-            _ms(r.base[1] if r.base else None), r.base[0] if r.base else "-", _ms(r.raja[1] if r.raja else None),
+            _ms(r.base[1] if r.base else None), r.base[0] if r.base else "-",
+            *([_ms(r.raja[1] if r.raja else None)] if len(variants) > 1 else []),
             "-" if bat is None else f"{bat:.2f}", "-" if graph is None else f"{graph:.2f}",
             "-" if r.diff is None else f"{r.diff:.1e}", agree + (f" (work differs: {r.work})" if r.work else ""),
         ))
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(header)]
-    left = {0, 5, 10}
+    left = {0, 5, len(header) - 1}
 
     def line(values: tuple[str, ...]) -> str:
         return "  ".join(v.ljust(w) if i in left else v.rjust(w) for i, (v, w) in enumerate(zip(values, widths)))
