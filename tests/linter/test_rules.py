@@ -79,8 +79,15 @@ def train(model, loader, optimizer, epochs):
 """
 
 
-def test_a_typical_pytorch_training_loop_lints_clean_by_default() -> None:
-    assert codes(TRAINING_LOOP) == []
+def test_a_typical_pytorch_training_loop_reports_only_its_per_step_metric_syncs() -> None:
+    # the per-batch copies are necessary (OFF106, off by default); the two .item() per step are not
+    assert codes(TRAINING_LOOP) == [("OFF301", 17, 24), ("OFF301", 18, 24)]
+
+
+def test_the_same_loop_accumulating_on_the_device_lints_clean() -> None:
+    fixed = TRAINING_LOOP.replace("running += loss.item()", "running += loss.detach()").replace(
+        "correct += (out.argmax(1) == labels).sum().item()", "correct += (out.argmax(1) == labels).sum()")
+    assert codes(fixed) == []
 
 
 def test_its_per_batch_copies_are_off106_when_asked_for() -> None:
