@@ -138,7 +138,10 @@ def cupy_baseline_graph(problem: Problem, reps: int, clock: Any) -> Pass:
                 for raw, grid, block, args in calls:
                     raw(grid, block, args)
         except BaseException:
-            stream.end_capture()  # leave capture mode before the error propagates
+            try:
+                stream.end_capture()  # leave capture mode before the error propagates
+            except Exception:  # the capture is broken already; the first error is the one to report
+                pass
             raise
         graph = stream.end_capture()
     clock.start()
