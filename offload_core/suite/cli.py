@@ -21,11 +21,11 @@ from typing import NoReturn, Sequence
 
 from .. import __version__
 from ..errors import BackendError
-from ..settings import set_backend
+from ..settings import get_backend, set_backend
 from .registry import BENCHMARKS, GROUPS, UnknownKernel, select
 from .report import table, to_json
 from .runner import command_line, measure
-from .variants import VARIANTS
+from .variants import VARIANTS, not_applicable
 
 PROG = "offload-bench"
 
@@ -62,14 +62,16 @@ def _names(values: Sequence[str] | None) -> list[str]:
 def parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog=PROG,
-        description="RAJAPerf kernels three ways: hand-written baseline (NumPy, or CuPy on a GPU), "
-        "offload_core batched (one region) and naive (copies on every launch).",
+        description="RAJAPerf kernels four ways: hand-written baseline (NumPy, or CuPy on a GPU), the same "
+        "with its rep loop captured as one CUDA/HIP graph (GPU only), offload_core batched (one region) and "
+        "naive (copies on every launch).",
         epilog=f"kernels: {', '.join(b.name for b in BENCHMARKS)}; groups: {', '.join(GROUPS)}, all. "
         "Exit 0: all checksums agree; 1: a checksum disagrees; 2: bad input.",
     )
     p.add_argument("--kernels", nargs="+", metavar="NAME", help="kernels or groups to run (default: all)")
     p.add_argument("--variants", nargs="+", metavar="VARIANT",
-                   help=f"variants to run, from {', '.join(VARIANTS)} (default: all three)")
+                   help=f"variants to run, from {', '.join(VARIANTS)} (default: all; baseline-graph needs a GPU "
+                   "and is reported as n/a on the NumPy backend)")
     p.add_argument("--size-factor", type=_positive_float, default=1.0, metavar="F",
                    help="scale RAJAPerf's default problem sizes by F (default: 1)")
     p.add_argument("--reps", type=_positive_int, metavar="N",
@@ -143,6 +145,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.backend:
             set_backend(args.backend)
+        backend = get_backend().name
+        if all(not_applicable(v, backend) for v in variants):
+            p.error(f"nothing to run ({'; '.join(f'{v}: {not_applicable(v, backend)}' for v in variants)})")
         progress = None if args.quiet else (lambda line: print(f"{PROG}: {line}", file=sys.stderr, flush=True))
         if progress:
             progress(f"{len(benchmarks)} kernel(s) x {len(variants)} variant(s), size factor {args.size_factor:g}, "

@@ -31,17 +31,22 @@ def test_whole_suite_prints_one_row_per_kernel_and_writes_the_json(tmp_path: Pat
     proc = bench(*SMALL, "--json", str(out))
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines[0].split()[:6] == ["kernel", "size", "reps", "baseline", "ms", "batched"]
+    assert lines[0].split()[:8] == ["kernel", "size", "reps", "baseline", "ms", "baseline-graph", "ms", "batched"]
     rows = {line.split()[0]: line.split() for line in lines[2:2 + len(NAMES)]}
     assert list(rows) == list(NAMES)
     assert all(row[-1] == "yes" for row in rows.values())
     assert rows["TRIAD"][1:3] == ["2000", "2"]
+    assert all(row[4] == "n/a" and row[8] == "n/a" for row in rows.values())  # baseline-graph, bat/base-graph
     assert "peak (measured copy)" in proc.stdout and "batched/baseline geomean" in proc.stdout
+    assert "baseline-graph: not applicable on the numpy backend" in proc.stdout
 
     data = json.loads(out.read_text())
     assert [k["kernel"] for k in data["kernels"]] == list(NAMES)
+    assert list(data["not_applicable"]) == ["baseline-graph"]
+    assert "numpy backend" in data["not_applicable"]["baseline-graph"]
     for k in data["kernels"]:
         assert set(k["variants"]) == {"baseline", "batched", "naive"}
+        assert k["ratios"]["batched/baseline-graph"] is None
         assert k["checksums_agree"] is True
         for v in k["variants"].values():
             assert v["time_s"] > 0 and len(v["times_s"]) == 1
@@ -63,7 +68,9 @@ def test_console_script_selects_kernels_and_variants_and_reports_progress() -> N
     names = [line.split()[0] for line in proc.stdout.splitlines()[2:8]]
     assert names == ["ADD", "COPY", "DOT", "MUL", "TRIAD", "DAXPY"]
     triad = next(line.split() for line in proc.stdout.splitlines() if line.startswith("TRIAD"))
-    assert triad[4] == "-" and triad[6] == "-"  # no batched column, so no ratios
+    assert triad[4] == "-" and triad[5] == "-"  # baseline-graph and batched not asked for
+    assert triad[7] == "-" and triad[9] == "-"  # so no bat/base and no naive/bat
+    assert "not applicable" not in proc.stdout
     progress = proc.stderr.splitlines()
     assert progress and all(line.startswith("offload-bench: ") for line in progress)
     assert any("TRIAD naive: pass 1/1" in line for line in progress)
@@ -88,6 +95,7 @@ def test_quiet_prints_nothing_on_stderr_and_list_shows_defaults() -> None:
     (["--reps", "0"], "--reps: must be a positive integer"),
     (["--passes", "two"], "--passes: must be a positive integer"),
     (["--variants", "fast"], "unknown variant 'fast'"),
+    (["--variants", "baseline-graph"], "nothing to run (baseline-graph: not applicable on the numpy backend"),
     (["--json", "/no/such/folder/r.json"], "cannot write --json"),
     (["--frobnicate"], "unrecognized arguments"),
 ])
