@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .events import Callsite
+from .sites import Site
 from .residency import byte_bounds
 
 
@@ -39,7 +39,7 @@ class MoveRecord:
     hi: int
     kernel: str
     param: str
-    callsite: Callsite | None
+    callsite: Site | None
 
     def where(self) -> str:
         at = f" at {self.callsite.file}:{self.callsite.line}" if self.callsite else ""

@@ -19,7 +19,7 @@ path. Nothing is launched while recording, in either mode.
 from __future__ import annotations
 
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import BorrowError, OffloadError, UseAfterMoveError
 from .events import BUS, callsite
@@ -27,14 +27,23 @@ from .events import BUS, callsite
 if TYPE_CHECKING:
     from .backends.base import Backend
     from .kernels import Kernel
-    from .region import region
     from .residency import Mapping
+
+
+class Owner(Protocol):
+    """What a capture reads of the region that made it (`offload_core.region.region`, which imports this module)."""
+
+    @property
+    def id(self) -> int | None: ...
+
+    @property
+    def active(self) -> bool: ...
 
 
 class Capture:
     """A recorded launch sequence of one region."""
 
-    def __init__(self, owner: region, backend: Backend, mode: str) -> None:
+    def __init__(self, owner: Owner, backend: Backend, mode: str) -> None:
         self._region = owner
         self._backend = backend
         self._mode = mode

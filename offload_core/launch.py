@@ -27,11 +27,12 @@ from .annotations import Access
 from .backends.base import Backend, device_layout
 from .borrows import MOVES, MoveRecord, digest, fingerprint, may_overlap
 from .errors import AliasError, BorrowError, UseAfterMoveError
-from .events import BUS, Callsite, Event, callsite
+from .events import BUS, Event, callsite
 from .kernels import Kernel
 from .params import Param, cast_scalar
 from .residency import Mapping, byte_bounds, data_pointer
 from .settings import _S, get_backend, get_mode
+from .sites import Site
 
 _F64 = np.float64
 
@@ -349,7 +350,7 @@ class _Trace:
 
     __slots__ = ("be", "kernel", "launch", "site", "mode", "region", "host_clock")
 
-    def __init__(self, be: Backend, kernel: str, launch: int, site: Callsite | None, mode: str) -> None:
+    def __init__(self, be: Backend, kernel: str, launch: int, site: Site | None, mode: str) -> None:
         self.be = be
         self.kernel = kernel
         self.launch = launch
@@ -387,7 +388,7 @@ def _run_traced(
     mappings: list[Mapping | None],
     arrays: list[int],
     index: int,
-    site: Callsite | None,
+    site: Site | None,
     mode: str,
 ) -> None:
     """`_run_quiet` with one event per operation; kept separate so the quiet path stays lean."""

@@ -125,9 +125,9 @@ class _SiteTable:
     """offload_core call sites to interned `Site`s with their source line."""
 
     def __init__(self) -> None:
-        self._sites: dict[events.Callsite, Site] = {}
+        self._sites: dict[events.Site, Site] = {}
 
-    def get(self, cs: events.Callsite | None) -> Site | None:
+    def get(self, cs: events.Site | None) -> Site | None:
         if cs is None:
             return None
         site = self._sites.get(cs)

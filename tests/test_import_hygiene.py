@@ -17,7 +17,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CASES = {
     # statement: modules that must not be loaded afterwards
     "import offload_core": ("textual", "libcst", "linter", "profiler", "cupy", "yaml"),
-    "import offload_core.catalog": ("textual", "libcst", "linter", "profiler", "cupy"),
+    # the catalog loader (and the other runtime-free modules) load without the runtime and NumPy
+    "import offload_core.catalog, offload_core.sites": (
+        "textual", "libcst", "linter", "profiler", "cupy", "numpy", "offload_core.settings"),
     "import offload_core.demo": ("textual", "libcst", "linter", "profiler", "cupy"),
     "import offload_core, numpy as np; offload_core.set_backend('numpy'); "
     "from offload_core import In, kernel, offload\n"
@@ -47,7 +49,8 @@ CASES = {
     # the CUPTI source imports cupti-python only when a recording starts, and reads traces without offload_core
     "import profiler.cupti; from profiler.cupti import convert, rocprof, tracer, frames, apis, probe": (
         "textual", "libcst", "linter", "cupy", "cupti", "offload_core", "torch", "numba"),
-    "import linter.cli": ("textual", "profiler", "cupy"),
+    # every `offload-lint` run: no NumPy, no offload_core runtime
+    "import linter.cli": ("textual", "profiler", "cupy", "numpy", "offload_core.settings", "offload_core.events"),
     "import linter.engine, linter.runner, linter.reporters, linter.fixing": ("textual", "profiler", "cupy"),
     "import contextlib, io, linter.cli  # `offload-lint rules` answers without LibCST\n"
     "with contextlib.redirect_stdout(io.StringIO()): linter.cli.main(['rules'])": ("textual", "profiler", "cupy", "libcst"),
