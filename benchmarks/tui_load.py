@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 import offload_core  # noqa: E402
 from offload_core.suite import run_suite  # noqa: E402
-from profiler.link import SHIPPED_DIR, load_link  # noqa: E402
+from profiler.trace.link import SHIPPED_DIR, load_link  # noqa: E402
 from profiler.model import Run  # noqa: E402
 from profiler.recorder import Recorder  # noqa: E402
 

@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .errors import TraceError
-from .model import DIRECTION_NAMES, Run, read_json_document, relative_file, write_atomically
+from .trace.records import DIRECTION_NAMES, relative_file
+from .trace.model import Run
+from .trace.tracefile import read_json_document, write_atomically
 from .summary import Flow, totals
 
 FORMAT = "offload-prof-baseline"

@@ -23,7 +23,7 @@ from offload_core import In, get_backend, kernel, offload, region
 from offload_core.backends.base import Backend, device_layout
 
 from . import __version__
-from .model import Link
+from .trace.records import Link
 
 
 @kernel

@@ -17,7 +17,9 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
-from .model import DIRECTION_NAMES, Run, write_atomically, relative_file
+from .trace.records import DIRECTION_NAMES, relative_file
+from .trace.model import Run
+from .trace.tracefile import write_atomically
 
 TRACKS = {"h2d": (1, "H2D copies"), "d2h": (2, "D2H copies"), "launch": (3, "kernels"), "sync": (4, "syncs"),
           "region": (5, "regions"), "memory": (6, "device memory")}

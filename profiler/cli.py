@@ -99,7 +99,7 @@ def _run_here(args: argparse.Namespace, target: Any, output: Path) -> int:
     import offload_core
     from offload_core.errors import OffloadError
 
-    from .link import calibrated, resolve
+    from .trace.link import calibrated, resolve
     from .recorder import Recorder
     from .runner import Outcome, run_target, signals_deferred
 
@@ -207,13 +207,13 @@ def split_run_argv(argv: Sequence[str]) -> tuple[list[str], Any]:
 
 # ---------------------------------------------------------------- report
 def _load(path: str) -> Any:
-    from .model import Run
+    from .trace.model import Run
 
     return Run.load(path)
 
 
 def _model(run: Any, spec: str | None, no_model: bool) -> Any:
-    from .link import model_for
+    from .trace.link import model_for
 
     return None if no_model else model_for(run, spec)[0]
 
@@ -304,7 +304,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from offload_core.errors import OffloadError
 
     from .calibrate import describe, measure
-    from .link import save_link, user_dir
+    from .trace.link import save_link, user_dir
     from .units import parse_size
 
     try:
@@ -333,7 +333,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 @command("links", "list the link profiles (shipped and calibrated) reports can model costs on")
 def cmd_links(args: argparse.Namespace) -> int:
-    from .link import available, load_link
+    from .trace.link import available, load_link
 
     for name, path in sorted(available().items()):
         try:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from .errors import ProfilerError
-from .model import Run
+from .trace.model import Run
 
 #: small enough for a few seconds on the NumPy backend, varied enough to show every view
 DEFAULT_KERNELS = ("TRIAD", "DAXPY", "JACOBI_2D", "GEMM", "ATAX")
@@ -49,7 +49,7 @@ def record_suite(kernels: Sequence[str], size_factor: float, reps: int, *, finge
     from offload_core.suite.registry import UnknownKernel
 
     from .cli import both_paths
-    from .link import calibrated
+    from .trace.link import calibrated
     from .recorder import Recorder
 
     try:

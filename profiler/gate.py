@@ -19,7 +19,8 @@ from typing import Protocol, Sequence
 
 from .baseline import Baseline, FlowKey
 from .budget import Budget, Limit, SiteBudget, Tolerance
-from .model import DIRECTION_NAMES, Run
+from .trace.records import DIRECTION_NAMES
+from .trace.model import Run
 from .summary import Flow, totals
 from .units import fmt_bytes, fmt_ns
 

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .columns import NULL
-from .model import KINDS, Link, Run, Site
+from .trace.columns import NULL
+from .trace.records import KINDS, Link, Site
+from .trace.model import Run
 from .summary import modelled_column
 
 

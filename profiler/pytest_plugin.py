@@ -25,7 +25,7 @@ import pytest
 
 if TYPE_CHECKING:
     from .detectors import Finding
-    from .model import Run
+    from .trace.model import Run
     from .recorder import Recorder
     from .summary import Flow, SiteSummary
 
@@ -153,7 +153,7 @@ def _count(key: str, value: Any) -> int:
 
 def over_budget(t: Transfers, limits: dict[str, int], spec: str) -> str | None:
     """The failure message, or None when every limit holds."""
-    from .model import relative_file
+    from .trace.records import relative_file
     from .units import fmt_bytes
 
     h, d = t.h2d, t.d2h

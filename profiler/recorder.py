@@ -27,7 +27,8 @@ from typing import Callable, Sequence
 from offload_core import events, get_backend, get_mode
 
 from . import __version__
-from .model import Link, Meta, Record, Run, Site
+from .trace.records import Link, Meta, Record, Site
+from .trace.model import Run
 
 
 class Recorder:

@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from .detectors import Finding, needs_fingerprints
-from .model import Link, Run, Site, relative_file
+from .trace.records import Link, Site, relative_file
+from .trace.model import Run
 from .summary import Flow, SiteSummary, Totals, by_site, totals
 from .units import fmt_bytes, fmt_ns, fmt_ratio
 

@@ -19,12 +19,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
-from .model import Link, Record, Run, Site
+from .trace.records import Link, Record, Site
+from .trace.model import Run
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from .columns import Columns
+    from .trace.columns import Columns
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,7 +247,7 @@ def by_launch(run: Run, link: Link | None = None) -> tuple[LaunchSummary, ...]:
 
 # ------------------------------------------------------------- columns
 def _code(kind: str) -> int:
-    from .model import KINDS
+    from .trace.records import KINDS
 
     return KINDS.index(kind)
 

@@ -14,6 +14,9 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+#: the offload_core runtime (its package, `offload_core.sites` and the catalog load without it)
+RUNTIME = ("offload_core.events", "offload_core.settings", "offload_core.launch", "offload_core.backends")
+
 CASES = {
     # statement: modules that must not be loaded afterwards
     "import offload_core": ("textual", "libcst", "linter", "profiler", "cupy", "yaml"),
@@ -35,20 +38,20 @@ CASES = {
     "import profiler.cli": ("textual", "libcst", "linter", "cupy"),
     "import profiler.pytest_plugin": ("textual", "libcst", "linter", "cupy", "offload_core", "numpy"),
     # a trace loads, summarises, exports and gates without offload_core (e.g. on a machine that only reads traces)
-    "import profiler.model, profiler.summary, profiler.chrome, profiler.gate, profiler.tracefile": (
-        "textual", "libcst", "linter", "cupy", "offload_core"),
+    "import profiler.model, profiler.summary, profiler.chrome, profiler.gate, profiler.trace.tracefile": (
+        "textual", "libcst", "linter", "cupy", *RUNTIME),
     "from profiler.cli import build_parser; build_parser()": ("textual", "libcst", "linter", "cupy"),
     # the TUI's data layer and its CLI commands load Textual only when an app starts
     "import profiler.tui, profiler.tui.session, profiler.tui.grid, profiler.tui.tables, profiler.tui.headline, "
-    "profiler.tui.commands, profiler.demo, profiler.columns, profiler.launches": ("textual", "libcst", "linter", "cupy"),
+    "profiler.tui.commands, profiler.demo, profiler.trace.columns, profiler.launches": ("textual", "libcst", "linter", "cupy"),
     "from profiler.model import Run; Run.load('tests/data/stencil.naive.json').records[0]": (
-        "textual", "libcst", "linter", "cupy", "offload_core"),
+        "textual", "libcst", "linter", "cupy", *RUNTIME),
     "import profiler.tui.app": ("libcst", "linter", "cupy"),
     "from profiler.recorder import Recorder; from profiler.detectors import detect; "
-    "from profiler import calibrate, runner, link, baseline, budget": ("textual", "libcst", "linter", "cupy"),
+    "from profiler import calibrate, runner, baseline, budget; from profiler.trace import link": ("textual", "libcst", "linter", "cupy"),
     # the CUPTI source imports cupti-python only when a recording starts, and reads traces without offload_core
     "import profiler.cupti; from profiler.cupti import convert, rocprof, tracer, frames, apis, probe": (
-        "textual", "libcst", "linter", "cupy", "cupti", "offload_core", "torch", "numba"),
+        "textual", "libcst", "linter", "cupy", "cupti", "torch", "numba", *RUNTIME),
     # every `offload-lint` run: no NumPy, no offload_core runtime
     "import linter.cli": ("textual", "profiler", "cupy", "numpy", "offload_core.settings", "offload_core.events"),
     "import linter.engine, linter.runner, linter.reporters, linter.fixing": ("textual", "profiler", "cupy"),

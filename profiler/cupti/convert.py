@@ -33,7 +33,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Callable, Iterable, Union
 
-from ..model import Record, Site
+from ..trace.records import Record, Site
 from .activity import HOST_WAITS, ApiCall, Capture, Copy, Kernel, Memset, Sync
 
 Activity = Union[Copy, Memset, Kernel, Sync]

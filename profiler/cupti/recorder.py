@@ -19,7 +19,8 @@ from types import TracebackType
 from typing import Sequence
 
 from .. import __version__
-from ..model import Link, Meta, Run
+from ..trace.records import Link, Meta
+from ..trace.model import Run
 from .activity import Capture
 from .convert import Converted, convert, cxx_demangler
 from .probe import Driver, require

@@ -34,7 +34,9 @@ from typing import Any, Sequence
 
 from .. import __version__
 from ..errors import TraceError
-from ..model import Meta, Record, Run, Site, read_json_document
+from ..trace.records import Meta, Record, Site
+from ..trace.model import Run
+from ..trace.tracefile import read_json_document
 
 TOOL_KEY = "rocprofiler-sdk-tool"
 DIRECTIONS = {"HOST_TO_DEVICE": "h2d", "DEVICE_TO_HOST": "d2h"}

@@ -19,7 +19,8 @@ from typing import Any, Iterable, Mapping
 
 from offload_core.catalog import Rule
 
-from ..model import Link, Record, Run, Site
+from ..trace.records import Link, Record, Site
+from ..trace.model import Run
 from ..summary import modelled_ns
 from ..units import fmt_bytes, fmt_ns
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..model import DIRECTION_NAMES, Site
+from ..trace.records import DIRECTION_NAMES, Site
 from ..units import fmt_bytes
 from .base import Context, Draft, line_of, names
 

@@ -39,7 +39,7 @@ def _tui_options(p: argparse.ArgumentParser) -> None:
 @command("tui", "browse one trace, or the naive and batched traces side by side, in a terminal UI")
 @configure(_tui_options)
 def cmd_tui(args: argparse.Namespace) -> int:
-    from ..model import Run
+    from ..trace.model import Run
 
     if len(args.traces) > 2:
         raise ProfilerError(f"tui shows one or two traces, got {len(args.traces)}")
@@ -50,7 +50,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
 def show(runs: Sequence[Any], paths: Sequence[str], args: argparse.Namespace) -> int:
     """Open the TUI on `runs` (each the trace file at its path), or print their text report where no TUI can run."""
     from ..demo import interactive
-    from ..link import model_for
+    from ..trace.link import model_for
 
     link = None if args.no_model else model_for(runs[0], args.link)[0]
     if args.no_tui or not interactive():

@@ -18,7 +18,7 @@ from typing import Sequence
 
 from rich.text import Text
 
-from ..model import Link
+from ..trace.records import Link
 from ..summary import Totals
 from ..units import fmt_bytes, fmt_ns
 from .session import Session, Trace

@@ -20,7 +20,8 @@ from typing import Any, Sequence
 
 from ..detectors import Finding, detect
 from ..launches import LaunchTable, launch_table
-from ..model import Link, Run, Site, relative_file
+from ..trace.records import Link, Site, relative_file
+from ..trace.model import Run
 from ..summary import KernelSummary, SiteSummary, Totals, by_kernel, by_site, totals
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from offload_core.catalog import load_catalog
 from profiler.detectors import ORDER, RULES, detect
-from profiler.link import resolve
+from profiler.trace.link import resolve
 from profiler.summary import totals
 
 from .kit import record

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from profiler.columns import NULL
+from profiler.trace.columns import NULL
 from profiler.launches import launch_table
 from profiler.model import Run
 from profiler.summary import by_launch

@@ -15,7 +15,7 @@ from profiler.chrome import to_chrome
 from profiler.cupti.convert import convert
 from profiler.detectors import detect
 from profiler.gate import checks_for, evaluate
-from profiler.link import resolve
+from profiler.trace.link import resolve
 from profiler.model import Meta, Run
 from profiler.report import render_report
 

@@ -15,7 +15,7 @@ decode plus `numpy.frombuffer` per column, with no per-record parsing.
 Every column is validated with vectorised checks, and a problem is a
 one-line `TraceError` naming the column and the first bad record.
 
-NumPy is imported by this module only; `profiler.model` imports it lazily,
+NumPy is imported by this module only; `profiler.trace.model` imports it lazily,
 so code that never touches a trace's columns (the pytest plugin) does not
 load NumPy.
 """
@@ -29,8 +29,8 @@ from typing import Any, Callable, Iterator, Sequence, overload
 
 import numpy as np
 
-from .errors import TraceError
-from .model import KINDS, Record, Site
+from ..errors import TraceError
+from .records import KINDS, Record, Site
 
 #: the stand-in for None in the integer columns that may be null
 NULL = np.iinfo(np.int64).min
@@ -44,7 +44,7 @@ _KIND_CODES = {k: i for i, k in enumerate(KINDS)}
 class Columns:
     """The records of a run, one array per field.
 
-    `kind` holds codes into `model.KINDS`; `site` codes into `sites`;
+    `kind` holds codes into `records.KINDS`; `site` codes into `sites`;
     `kernel`, `param`, `mode` and `fingerprint` codes into their own
     tables of distinct values; -1 is None for codes, `NULL` for `launch`,
     `array` and `region`. Tables hold each distinct value once, so equal
@@ -120,7 +120,7 @@ class Columns:
         """Columns of records built in Python (by the recorder, or by hand).
 
         Raises `OverflowError` when an integer does not fit the columns (beyond
-        64 bits, or equal to `NULL`); `Run.to_json` then writes rows instead.
+        64 bits, or equal to `NULL`); `tracefile.to_document` then writes rows instead.
         """
         tables: dict[str, dict[Any, int]] = {name: {} for name in (*_CODED_FIELDS, "site")}
 

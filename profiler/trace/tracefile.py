@@ -1,25 +1,119 @@
-"""Trace files on disk: reading the JSON document, validating it (schema 1 rows, schema 2 columns), atomic writes.
+"""Trace files on disk: the JSON document (schema 1 rows, schema 2 columns), its validation, atomic writes.
 
-`profiler.model` holds the data model and its `save`/`load`; the parts
-that only matter at the file boundary live here: turning bytes into JSON
+`profiler.trace.model.Run` is the data; this module owns how it is stored:
+`save`/`load` and `to_document`/`from_document` (behind `Run.save`,
+`Run.load`, `Run.to_json` and `Run.from_json`), turning bytes into JSON
 with a one-line `TraceError` for every way a file can be broken
 (truncated, not gzip, not UTF-8, not JSON, not a trace, a newer schema),
 checking each field of a schema 1 row, handing schema 2 columns to
-`profiler.columns`, and writing so that an interrupted save leaves the
-previous file or none, never half of one.
+`profiler.trace.columns`, and writing so that an interrupted save leaves
+the previous file or none, never half of one. It reads a run through the
+`Stored` protocol and gives back its parts, so that it needs no import of
+the model above it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final, Protocol, Sequence
 
-from .errors import TraceError
-from .model import _COLUMNS, FORMAT, KINDS, SCHEMA_VERSION, Link, Meta, Record, Run, Site, link_from_dict
+from ..errors import TraceError
+from .records import KINDS, RECORD_FIELDS, SCHEMA_VERSION, Link, Meta, Record, Site
+
+if TYPE_CHECKING:
+    from .columns import Columns
+
+FORMAT: Final = "offload-prof-trace"
+
+
+class Stored(Protocol):
+    """What a trace file holds of a run (`profiler.trace.model.Run`)."""
+
+    @property
+    def meta(self) -> Meta: ...
+
+    @property
+    def records(self) -> Sequence[Record]: ...
+
+    @property
+    def columns(self) -> Columns: ...
+
+
+def save(run: Stored, path: str | os.PathLike[str]) -> Path:
+    """Write the trace (gzip-compressed when the name ends in .gz), atomically."""
+    target = Path(path)
+    payload = json.dumps(to_document(run), separators=(",", ":"), allow_nan=False).encode()
+    if target.suffix == ".gz":
+        payload = gzip.compress(payload, compresslevel=6)
+    write_atomically(target, payload)
+    return target
+
+
+def load(path: str | os.PathLike[str]) -> tuple[Meta, Sequence[Record]]:
+    """The meta and records of a trace written by `save`; `TraceError` with one line naming the file otherwise."""
+    return from_document(read_json_document(path, "trace"), str(path))
+
+
+def to_document(run: Stored, schema: int = SCHEMA_VERSION) -> dict[str, Any]:
+    """A JSON-ready dict: meta, a site table, and the records as columns (schema 2) or rows (schema 1).
+
+    Falls back to rows when a record holds an integer the columns cannot
+    (beyond 64 bits), so that nothing recorded is ever lost.
+    """
+    if schema not in (1, 2):
+        raise ValueError(f"cannot write trace schema {schema}; this version writes 1 and 2")
+    meta = asdict_meta(run.meta)
+    if schema == 2:
+        try:
+            columns = run.columns
+        except OverflowError:
+            pass
+        else:
+            return {
+                "format": FORMAT,
+                "schema": 2,
+                "meta": meta,
+                "sites": [[s.file, s.line, s.function, s.text, s.column] for s in columns.sites],
+                "count": len(columns),
+                "columns": columns.encode(),
+            }
+    index: dict[Site, int] = {}
+    rows = []
+    for r in run.records:
+        site = r.site
+        si = None
+        if site is not None:
+            si = index.get(site)
+            if si is None:
+                si = index[site] = len(index)
+        rows.append([r.kind, r.start_ns, r.duration_ns, r.nbytes, r.pinned, r.kernel, r.launch, r.param,
+                     r.array, si, r.region, r.mode, r.fingerprint])
+    return {
+        "format": FORMAT,
+        "schema": 1,
+        "meta": meta,
+        "sites": [[s.file, s.line, s.function, s.text, s.column] for s in index],
+        "columns": list(RECORD_FIELDS),
+        "records": rows,
+    }
+
+
+def asdict_meta(meta: Meta) -> dict[str, Any]:
+    """`meta` as the JSON object a trace stores (lists for its argument tuples)."""
+    out = dataclasses.asdict(meta)
+    out["command"] = list(meta.command)
+    out["argv"] = list(meta.argv)
+    return out
+
+
+def from_document(data: Any, source: str = "trace") -> tuple[Meta, Sequence[Record]]:
+    """The meta and records of `to_document()` output; `TraceError` naming `source` on any problem."""
+    return Reader(source).run(data)
 
 
 def read_json_document(path: str | os.PathLike[str], what: str) -> Any:
@@ -62,7 +156,7 @@ class Reader:
     def fail(self, problem: str) -> TraceError:
         return TraceError(f"{self.source}: {problem}")
 
-    def run(self, data: Any) -> Run:
+    def run(self, data: Any) -> tuple[Meta, Sequence[Record]]:
         if not isinstance(data, dict):
             raise self.fail(f"not an offload-prof trace (a JSON {type(data).__name__}, expected an object)")
         if data.get("format") != FORMAT:
@@ -84,14 +178,14 @@ class Reader:
             count = self.need(data, "count", int)
             if count < 0:
                 raise self.fail(f"bad record count {count}")
-            return Run(meta, RecordTable(Columns.decode(data.get("columns"), count, sites, self.fail)))
+            return meta, RecordTable(Columns.decode(data.get("columns"), count, sites, self.fail))
         columns = self.need(data, "columns", list)
-        if tuple(columns) != _COLUMNS:
-            missing = [c for c in _COLUMNS if c not in columns]
+        if tuple(columns) != RECORD_FIELDS:
+            missing = [c for c in RECORD_FIELDS if c not in columns]
             raise self.fail(f"record columns {columns!r} do not match schema {schema}"
                             + (f" (missing {', '.join(missing)})" if missing else ""))
         rows = self.need(data, "records", list)
-        return Run(meta, tuple(self.record(n, row, sites) for n, row in enumerate(rows)))
+        return meta, tuple(self.record(n, row, sites) for n, row in enumerate(rows))
 
     def need(self, data: dict[str, Any], key: str, kind: type, where: str = "") -> Any:
         if key not in data:
@@ -129,7 +223,7 @@ class Reader:
         if not isinstance(data, dict):
             raise self.fail("'meta.link' must be an object")
         try:
-            return link_from_dict(data)
+            return Link.from_dict(data)
         except (TypeError, ValueError) as exc:
             raise self.fail(f"meta.link: {exc}") from None
 
@@ -140,8 +234,8 @@ class Reader:
         return Site(s[0], s[1], s[2], s[3], s[4])
 
     def record(self, n: int, row: Any, sites: list[Site]) -> Record:
-        if not isinstance(row, list) or len(row) != len(_COLUMNS):
-            raise self.fail(f"record {n} must be a list of {len(_COLUMNS)} values")
+        if not isinstance(row, list) or len(row) != len(RECORD_FIELDS):
+            raise self.fail(f"record {n} must be a list of {len(RECORD_FIELDS)} values")
         kind, start, duration, nbytes, pinned, kernel, launch, param, array, si, region, mode, fp = row
         if kind not in KINDS:
             raise self.fail(f"record {n}: kind {kind!r} is not one of {', '.join(KINDS)}")
@@ -168,6 +262,7 @@ def _is_int(v: Any) -> bool:
 
 
 def write_atomically(target: Path, payload: bytes) -> None:
+    """Write `payload` to `target` through a temporary file in the same folder and a rename."""
     # A trace is written after the program under test has run: an interrupted
     # write must leave the previous file (or none), never a truncated one.
     directory = target.parent if str(target.parent) else Path(".")

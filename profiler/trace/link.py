@@ -1,7 +1,7 @@
 """Link profiles: the shipped ones, the user's calibrations, and how a name is resolved.
 
-A profile is a `profiler.model.Link` stored as a small YAML file. Shipped
-profiles live in `profiler/links/`; `offload-prof calibrate` writes the
+A profile is a `profiler.trace.records.Link` stored as a small YAML file.
+Shipped profiles live in `profiler/trace/links/`; `offload-prof calibrate` writes the
 user's into `<config>/links/` (`$OFFLOAD_PROF_HOME`, else
 `$XDG_CONFIG_HOME/offload-guard`, else `~/.config/offload-guard`), named
 `local-<backend>` unless told otherwise. Reports resolve `--link` as a
@@ -20,8 +20,9 @@ from typing import Any
 
 import yaml
 
-from .errors import ProfilerError
-from .model import Link, Run, link_from_dict
+from ..errors import ProfilerError
+from .model import Run
+from .records import Link
 
 SHIPPED_DIR = Path(__file__).resolve().parent / "links"
 #: the profile that models NumPy-backend runs when no other is chosen
@@ -54,7 +55,7 @@ def load_link(path: str | os.PathLike[str]) -> Link:
     if not isinstance(data, dict):
         raise ProfilerError(f"{name}: a link profile is a mapping of figures")
     try:
-        return link_from_dict(data)
+        return Link.from_dict(data)
     except (TypeError, ValueError) as exc:
         raise ProfilerError(f"{name}: {exc}") from None
 
