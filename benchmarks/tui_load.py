@@ -101,7 +101,7 @@ async def drive(paths: list[Path]) -> dict[str, float]:
         await pilot.press("q")
     fresh = [Run.load(p) for p in paths]
     _, out["detectors s (in process, from a fresh load)"] = timed(
-        lambda: [__import__("profiler.detectors", fromlist=["detect"]).detect(r, link=link) for r in fresh])
+        lambda: [__import__("profiler.analysis.detectors", fromlist=["detect"]).detect(r, link=link) for r in fresh])
     return out
 
 

@@ -22,7 +22,7 @@ from .errors import TraceError
 from .trace.records import DIRECTION_NAMES, relative_file
 from .trace.model import Run
 from .trace.tracefile import read_json_document, write_atomically
-from .summary import Flow, totals
+from .analysis.summary import Flow, totals
 
 FORMAT = "offload-prof-baseline"
 SCHEMA_VERSION = 1

@@ -229,9 +229,9 @@ def _report_options(p: argparse.ArgumentParser) -> None:
 @command("report", "totals, top call sites by copy time and findings of one trace")
 @configure(_report_options)
 def cmd_report(args: argparse.Namespace) -> int:
-    from .detectors import detect
+    from .analysis.detectors import detect
     from .report import render_report
-    from .summary import by_site, totals
+    from .analysis.summary import by_site, totals
 
     run = _load(args.trace)
     link = _model(run, args.link, args.no_model)
@@ -257,7 +257,7 @@ def _compare_options(p: argparse.ArgumentParser) -> None:
 @command("compare", "two traces side by side, with the ratios of wall time, copy time, bytes and counts")
 @configure(_compare_options)
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .detectors import detect
+    from .analysis.detectors import detect
     from .report import render_compare
 
     a, b = _load(args.naive), _load(args.batched)

@@ -21,7 +21,7 @@ from .baseline import Baseline, FlowKey
 from .budget import Budget, Limit, SiteBudget, Tolerance
 from .trace.records import DIRECTION_NAMES
 from .trace.model import Run
-from .summary import Flow, totals
+from .analysis.summary import Flow, totals
 from .units import fmt_bytes, fmt_ns
 
 

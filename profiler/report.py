@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .detectors import Finding, needs_fingerprints
+from .analysis.detectors import Finding, needs_fingerprints
 from .trace.records import Link, Site, relative_file
 from .trace.model import Run
-from .summary import Flow, SiteSummary, Totals, by_site, totals
+from .analysis.summary import Flow, SiteSummary, Totals, by_site, totals
 from .units import fmt_bytes, fmt_ns, fmt_ratio
 
 

@@ -67,9 +67,9 @@ def show(runs: Sequence[Any], paths: Sequence[str], args: argparse.Namespace) ->
 
 def text_report(runs: Sequence[Any], paths: Sequence[str], link: Any) -> str:
     """`compare` for two runs plus the headline's ratio sentence; `report` for one."""
-    from ..detectors import detect
+    from ..analysis.detectors import detect
     from ..report import render_compare, render_report
-    from ..summary import totals
+    from ..analysis.summary import totals
     from .headline import modelled_clause, ratio_sentence
     from .session import run_names
 

@@ -19,7 +19,7 @@ from typing import Sequence
 from rich.text import Text
 
 from ..trace.records import Link
-from ..summary import Totals
+from ..analysis.summary import Totals
 from ..units import fmt_bytes, fmt_ns
 from .session import Session, Trace
 

@@ -4,7 +4,7 @@ The app never walks records itself: a `Session` holds each run with the
 aggregates every view draws from (`summary.totals`, `by_kernel`,
 `by_site`, and the columnar `LaunchTable`), all computed when the session
 is built, so switching views, sorting and filtering never recompute them.
-Findings come from `profiler.detectors.detect`, which needs the runs'
+Findings come from `profiler.analysis.detectors.detect`, which needs the runs'
 `Record` objects; for large traces that takes seconds, so the app runs it
 in a worker thread and `set_findings` fills them in when it is done.
 
@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..detectors import Finding, detect
-from ..launches import LaunchTable, launch_table
+from ..analysis.detectors import Finding, detect
+from ..analysis.launches import LaunchTable, launch_table
 from ..trace.records import Link, Site, relative_file
 from ..trace.model import Run
-from ..summary import KernelSummary, SiteSummary, Totals, by_kernel, by_site, totals
+from ..analysis.summary import KernelSummary, SiteSummary, Totals, by_kernel, by_site, totals
 
 
 @dataclass(frozen=True, eq=False)

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from offload_core.catalog import load_catalog
-from profiler.detectors import ORDER, RULES, detect
+from profiler.analysis.detectors import ORDER, RULES, detect
 from profiler.trace.link import resolve
-from profiler.summary import totals
+from profiler.analysis.summary import totals
 
 from .kit import record
 

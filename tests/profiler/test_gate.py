@@ -11,7 +11,7 @@ from profiler.baseline import Baseline, FlowKey
 from profiler.budget import Tolerance, parse_tolerance
 from profiler.errors import ProfilerError, TraceError
 from profiler.gate import FlowCheck, LimitCheck, TimeCheck, checks_for, evaluate, render
-from profiler.summary import Flow
+from profiler.analysis.summary import Flow
 
 from .kit import prof, record, script
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from profiler.baseline import Baseline
 from profiler.chrome import to_chrome
 from profiler.cupti.convert import convert
-from profiler.detectors import detect
+from profiler.analysis.detectors import detect
 from profiler.gate import checks_for, evaluate
 from profiler.trace.link import resolve
 from profiler.model import Meta, Run

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from profiler.cupti.probe import import_cupti
-from profiler.detectors import detect
+from profiler.analysis.detectors import detect
 from profiler.model import Record, Run
 
 from ..kit import prof

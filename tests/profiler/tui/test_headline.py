@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from profiler.summary import Flow, Totals
+from profiler.analysis.summary import Flow, Totals
 from profiler.tui.headline import headline, modelled_clause, percent, ratio_sentence, times
 
 from .kit import NAIVE, session

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..trace.records import DIRECTION_NAMES, Site
-from ..units import fmt_bytes
+from ...trace.records import DIRECTION_NAMES, Site
+from ...units import fmt_bytes
 from .base import Context, Draft, line_of, names
 
 

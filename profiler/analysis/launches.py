@@ -1,12 +1,11 @@
 """Every launch of a run as columns: what a view of 10^6 launches scrolls through.
 
-`summary.by_launch` builds one `LaunchSummary` per launch, with the
-indices of its records, which is what detectors and reports want but
-takes seconds for a trace of 10^6 events. `LaunchTable` holds the same
-figures as NumPy arrays, one entry per launch in launch-index order,
-computed with a handful of vectorised reductions over `run.columns`, so
-a viewer can sort, filter and bin them and build text only for the rows
-on screen. The two agree launch for launch (tests/profiler/test_launches.py).
+One object per launch would take seconds to build for a trace of 10^6
+events. `LaunchTable` holds each launch's figures (kernel, call site,
+start, kernel time, its copies each way, its syncs) as NumPy arrays, one
+entry per launch in launch-index order, computed with a handful of
+vectorised reductions over `run.columns`, so a viewer can sort, filter
+and bin them and build text only for the rows on screen.
 """
 
 from __future__ import annotations
@@ -15,16 +14,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .trace.columns import NULL
-from .trace.records import KINDS, Link, Site
-from .trace.model import Run
+from ..trace.columns import NULL
+from ..trace.model import Run
+from ..trace.records import KINDS, Link, Site
 from .summary import modelled_column
 
 
 @dataclass(frozen=True, eq=False)
 class LaunchTable:
-    """Per launch, in index order: the fields of `summary.LaunchSummary`, as arrays.
+    """Per launch, in index order, as arrays.
 
+    A launch's records are those carrying its index; its kernel, site and
+    region are those of its (last) launch record, else of its first record.
     `kernel` and `site` are codes into `kernels` and `sites` (-1: none;
     a launch with no kernel name shows as "?"), `region` is `NULL` outside
     a region. The `*_modelled` arrays are None without a link.
@@ -56,18 +57,10 @@ class LaunchTable:
         return self.h2d_ns + self.d2h_ns
 
     @property
-    def copy_bytes(self) -> np.ndarray:
-        return self.h2d_bytes + self.d2h_bytes
-
-    @property
     def copy_modelled(self) -> np.ndarray | None:
         if self.h2d_modelled is None or self.d2h_modelled is None:
             return None
         return self.h2d_modelled + self.d2h_modelled
-
-    @property
-    def total_ns(self) -> np.ndarray:
-        return self.kernel_ns + self.h2d_ns + self.d2h_ns + self.sync_ns
 
     def kernel_name(self, row: int) -> str:
         code = int(self.kernel[row])

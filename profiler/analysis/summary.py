@@ -1,31 +1,30 @@
-"""Summaries of a `Run`: totals, and aggregates per direction, call site, kernel and launch.
+"""Summaries of a `Run`: totals, and aggregates per call site and per kernel.
 
 Each is a pure function of a `Run` (and, for modelled costs, a `Link`),
 so the recorder never aggregates in the hot path and every consumer
-(reports, the gate, the TUI) gets the same numbers. A `Flow` is the unit
-of account: how many, how many bytes, how long measured, and how long on
-the modelled link (None when no link was given).
+(reports, the gate, the pytest plugin, the TUI) gets the same numbers. A
+`Flow` is the unit of account: how many, how many bytes, how long
+measured, and how long on the modelled link (None when no link was given).
 
-`totals`, `by_site` and `by_kernel` are NumPy reductions over
-`run.columns`, with exact integer sums, so that a trace of 10^6 events is
-summarised in milliseconds without building its `Record`s; `by_launch`
-keeps one object per launch with its record indices (for detectors and
-reports), and `profiler.launches.LaunchTable` is its columnar twin for
-views of every launch of a large trace.
+There is one summary path: NumPy reductions over `run.columns` with exact
+integer sums, so that a trace of 10^6 events is summarised in
+milliseconds without building its `Record`s. `modelled_column` prices
+every record on a link once, for these sums, for the per-launch table
+(`profiler.analysis.launches`) and for the detectors' time lost.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from .trace.records import Link, Record, Site
-from .trace.model import Run
+from ..trace.records import KINDS, Kind, Link, Site
+from ..trace.model import Run
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from .trace.columns import Columns
+    from ..trace.columns import Columns
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,39 +40,6 @@ class Flow:
         modelled = None if self.modelled_ns is None and other.modelled_ns is None else (
             (self.modelled_ns or 0) + (other.modelled_ns or 0))
         return Flow(self.count + other.count, self.nbytes + other.nbytes, self.ns + other.ns, modelled)
-
-
-class _Acc:
-    """A mutable `Flow` for the single pass; frozen into a `Flow` at the end."""
-
-    __slots__ = ("count", "nbytes", "ns", "modelled")
-
-    def __init__(self, modelled: bool) -> None:
-        self.count = 0
-        self.nbytes = 0
-        self.ns = 0
-        self.modelled: int | None = 0 if modelled else None
-
-    def add(self, r: Record, link: Link | None) -> None:
-        self.count += 1
-        self.nbytes += r.nbytes
-        self.ns += r.duration_ns
-        if link is not None and self.modelled is not None:
-            self.modelled += modelled_ns(r, link)
-
-    def flow(self) -> Flow:
-        return Flow(self.count, self.nbytes, self.ns, self.modelled)
-
-
-def modelled_ns(r: Record, link: Link) -> int:
-    """What one record would cost on `link`: copies by size, launches and syncs by overhead."""
-    if r.kind == "h2d" or r.kind == "d2h":
-        return link.copy_ns(r.kind, r.nbytes, r.pinned)
-    if r.kind == "launch":
-        return int((link.launch_us or 0.0) * 1e3) + r.duration_ns
-    if r.kind == "sync":
-        return int((link.sync_us or 0.0) * 1e3)
-    return 0
 
 
 @dataclass(frozen=True)
@@ -104,12 +70,6 @@ def totals(run: Run, link: Link | None = None) -> Totals:
     flows = {kind: _flow(c, c.kind_mask(kind), per_record) for kind in ("h2d", "d2h", "launch", "sync", "alloc")}
     regions = int(c.kind_mask("region_enter").sum())
     return Totals(run.meta.wall_ns, flows["h2d"], flows["d2h"], flows["launch"], flows["sync"], flows["alloc"], regions)
-
-
-def by_direction(run: Run, link: Link | None = None) -> dict[str, Flow]:
-    """`{"h2d": Flow, "d2h": Flow}`."""
-    t = totals(run, link)
-    return {"h2d": t.h2d, "d2h": t.d2h}
 
 
 @dataclass(frozen=True)
@@ -182,78 +142,19 @@ def by_kernel(run: Run, link: Link | None = None) -> tuple[KernelSummary, ...]:
     return tuple(out)
 
 
-@dataclass(frozen=True)
-class LaunchSummary:
-    """One `offload()` call: when, where, and the copies and sync it made."""
-
-    index: int
-    kernel: str
-    site: Site | None
-    mode: str
-    region: int | None
-    start_ns: int
-    kernel_ns: int
-    h2d: Flow
-    d2h: Flow
-    sync_ns: int
-    records: tuple[int, ...] = field(default=())
-
-    @property
-    def total_ns(self) -> int:
-        return self.kernel_ns + self.h2d.ns + self.d2h.ns + self.sync_ns
-
-
-class _LaunchAcc:
-    __slots__ = ("first", "launch", "h2d", "d2h", "sync_ns", "records")
-
-    def __init__(self, first: Record, modelled: bool) -> None:
-        self.first = first
-        self.launch: Record | None = None
-        self.h2d = _Acc(modelled)
-        self.d2h = _Acc(modelled)
-        self.sync_ns = 0
-        self.records: list[int] = []
-
-
-def by_launch(run: Run, link: Link | None = None) -> tuple[LaunchSummary, ...]:
-    """Per launch in issue order; `records` are the indices of its records in `run.records`."""
-    table: dict[int, _LaunchAcc] = {}
-    for i, r in enumerate(run.records):
-        if r.launch is None:
-            continue
-        e = table.get(r.launch)
-        if e is None:
-            e = table[r.launch] = _LaunchAcc(r, link is not None)
-        e.records.append(i)
-        if r.kind == "launch":
-            e.launch = r
-        elif r.kind == "h2d":
-            e.h2d.add(r, link)
-        elif r.kind == "d2h":
-            e.d2h.add(r, link)
-        elif r.kind == "sync":
-            e.sync_ns += r.duration_ns
-    out = []
-    for index, e in table.items():
-        head = e.launch or e.first
-        out.append(LaunchSummary(
-            index=index, kernel=head.kernel or "?", site=head.site, mode=head.mode, region=head.region,
-            start_ns=e.first.start_ns, kernel_ns=e.launch.duration_ns if e.launch is not None else 0,
-            h2d=e.h2d.flow(), d2h=e.d2h.flow(), sync_ns=e.sync_ns, records=tuple(e.records),
-        ))
-    out.sort(key=lambda s: s.index)
-    return tuple(out)
-
-
 # ------------------------------------------------------------- columns
-def _code(kind: str) -> int:
-    from .trace.records import KINDS
-
+def _code(kind: Kind) -> int:
     return KINDS.index(kind)
 
 
 def modelled_column(c: Columns, link: Link | None) -> np.ndarray | None:
-    """`modelled_ns` of every record as an int64 array (None without a link), computed as the scalar one is."""
+    """What each record would cost on `link`, as an int64 array (None without a link).
+
+    Copies cost the link's latency plus bytes over its bandwidth (the same
+    float operations as `Link.copy_ns`, truncated as `int()` truncates),
+    launches their measured time plus the link's launch overhead, syncs the
+    link's sync overhead, everything else nothing.
+    """
     if link is None:
         return None
     import numpy as np
@@ -301,11 +202,3 @@ def _first_seen(keys: np.ndarray) -> list[int]:
 
 def _site_order(site: Site | None) -> tuple[str, int]:
     return ("", 0) if site is None else (site.file, site.line)
-
-
-def flow_of(records: Iterable[Record], link: Link | None = None) -> Flow:
-    """A `Flow` over any records (used by detectors and the pytest plugin)."""
-    acc = _Acc(link is not None)
-    for r in records:
-        acc.add(r, link)
-    return acc.flow()

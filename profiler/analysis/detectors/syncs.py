@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..trace.records import Site
+from ...trace.records import Site
 from .base import Context, Draft
 
 

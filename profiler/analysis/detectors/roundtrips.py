@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..trace.records import Site
+from ...trace.records import Site
 from .base import Context, Draft, line_of, names
 
 

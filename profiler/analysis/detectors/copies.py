@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..trace.records import DIRECTION_NAMES, Link, Record, Site
-from ..units import fmt_bytes, parse_size
+from ...trace.records import DIRECTION_NAMES, Link, Record, Site
+from ...units import fmt_bytes, parse_size
 from .base import Context, Draft, names
 
 

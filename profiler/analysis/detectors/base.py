@@ -19,10 +19,10 @@ from typing import Any, Iterable, Mapping
 
 from offload_core.catalog import Rule
 
-from ..trace.records import Link, Record, Site
-from ..trace.model import Run
-from ..summary import modelled_ns
-from ..units import fmt_bytes, fmt_ns
+from ...trace.model import Run
+from ...trace.records import Link, Record, Site
+from ...units import fmt_bytes, fmt_ns
+from ..summary import modelled_column
 
 
 @dataclass(frozen=True)
@@ -138,13 +138,15 @@ class Context:
 
     def finish(self) -> list[Finding]:
         out = []
+        column = modelled_column(self.run.columns, self.link) if self.link is not None else None
+        priced: list[int] | None = None if column is None else column.tolist()
         for d in self.drafts:
             rule = self.rules[d.code]
             if d.explicit_lost:
                 lost, modelled = d.lost_ns, d.modelled_ns
             else:
                 lost = sum(self.records[i].duration_ns for i in d.records)
-                modelled = None if self.link is None else sum(modelled_ns(self.records[i], self.link) for i in d.records)
+                modelled = None if priced is None else sum(priced[i] for i in d.records)
             values = dict(d.fields)
             values.setdefault("count", d.count)
             values.setdefault("bytes", fmt_bytes(d.nbytes))
