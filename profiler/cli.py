@@ -230,7 +230,7 @@ def _report_options(p: argparse.ArgumentParser) -> None:
 @configure(_report_options)
 def cmd_report(args: argparse.Namespace) -> int:
     from .analysis.detectors import detect
-    from .report import render_report
+    from .outputs.report import render_report
     from .analysis.summary import by_site, totals
 
     run = _load(args.trace)
@@ -258,7 +258,7 @@ def _compare_options(p: argparse.ArgumentParser) -> None:
 @configure(_compare_options)
 def cmd_compare(args: argparse.Namespace) -> int:
     from .analysis.detectors import detect
-    from .report import render_compare
+    from .outputs.report import render_compare
 
     a, b = _load(args.naive), _load(args.batched)
     link = _model(a, args.link, args.no_model)
@@ -277,7 +277,7 @@ def _export_options(p: argparse.ArgumentParser) -> None:
 @command("export", "convert traces to Chrome Trace Event JSON for Perfetto")
 @configure(_export_options)
 def cmd_export(args: argparse.Namespace) -> int:
-    from .chrome import export
+    from .outputs.chrome import export
 
     runs = [_load(t) for t in args.traces]
     out = Path(args.output) if args.output else Path(args.traces[0]).with_suffix("").with_suffix(".chrome.json")
@@ -359,9 +359,9 @@ def _gate_options(p: argparse.ArgumentParser) -> None:
 @command("gate", "fail CI on copy regressions against a baseline and a budget (exit 0 pass, 1 regression, 2 bad input)")
 @configure(_gate_options)
 def cmd_gate(args: argparse.Namespace) -> int:
-    from .baseline import Baseline
-    from .budget import load_budget, parse_tolerance
-    from .gate import checks_for, evaluate, render
+    from .outputs.baseline import Baseline
+    from .outputs.budget import load_budget, parse_tolerance
+    from .outputs.gate import checks_for, evaluate, render
 
     run = _load(args.run)
     if args.update_baseline:

@@ -38,7 +38,8 @@ CASES = {
     "import profiler.cli": ("textual", "libcst", "linter", "cupy"),
     "import profiler.pytest_plugin": ("textual", "libcst", "linter", "cupy", "offload_core", "numpy"),
     # a trace loads, summarises, exports and gates without offload_core (e.g. on a machine that only reads traces)
-    "import profiler.model, profiler.analysis.summary, profiler.chrome, profiler.gate, profiler.trace.tracefile": (
+    "import profiler.model, profiler.analysis.summary, profiler.outputs.chrome, profiler.outputs.gate, "
+    "profiler.trace.tracefile": (
         "textual", "libcst", "linter", "cupy", *RUNTIME),
     "from profiler.cli import build_parser; build_parser()": ("textual", "libcst", "linter", "cupy"),
     # the TUI's data layer and its CLI commands load Textual only when an app starts
@@ -48,7 +49,7 @@ CASES = {
         "textual", "libcst", "linter", "cupy", *RUNTIME),
     "import profiler.tui.app": ("libcst", "linter", "cupy"),
     "from profiler.recorder import Recorder; from profiler.analysis.detectors import detect; "
-    "from profiler import calibrate, runner, baseline, budget; from profiler.trace import link": ("textual", "libcst", "linter", "cupy"),
+    "from profiler import calibrate, runner; from profiler.outputs import baseline, budget; from profiler.trace import link": ("textual", "libcst", "linter", "cupy"),
     # the CUPTI source imports cupti-python only when a recording starts, and reads traces without offload_core
     "import profiler.cupti; from profiler.cupti import convert, rocprof, tracer, frames, apis, probe": (
         "textual", "libcst", "linter", "cupy", "cupti", "torch", "numba", *RUNTIME),

@@ -68,7 +68,7 @@ def show(runs: Sequence[Any], paths: Sequence[str], args: argparse.Namespace) ->
 def text_report(runs: Sequence[Any], paths: Sequence[str], link: Any) -> str:
     """`compare` for two runs plus the headline's ratio sentence; `report` for one."""
     from ..analysis.detectors import detect
-    from ..report import render_compare, render_report
+    from ..outputs.report import render_compare, render_report
     from ..analysis.summary import totals
     from .headline import modelled_clause, ratio_sentence
     from .session import run_names

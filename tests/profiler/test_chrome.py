@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from profiler.chrome import TRACKS, to_chrome
+from profiler.outputs.chrome import TRACKS, to_chrome
 from profiler.model import Run
 
 from .kit import PROGRAMS, ROOT, prof, record

@@ -9,7 +9,7 @@ import pytest
 
 from profiler.analysis.detectors import detect
 from profiler.model import Run
-from profiler.report import render_compare, render_report
+from profiler.outputs.report import render_compare, render_report
 
 from .kit import PROGRAMS, ROOT, prof
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .analysis.detectors import Finding, needs_fingerprints
-from .trace.records import Link, Site, relative_file
-from .trace.model import Run
-from .analysis.summary import Flow, SiteSummary, Totals, by_site, totals
-from .units import fmt_bytes, fmt_ns, fmt_ratio
+from ..analysis.detectors import Finding, needs_fingerprints
+from ..trace.records import Link, Site, relative_file
+from ..trace.model import Run
+from ..analysis.summary import Flow, SiteSummary, Totals, by_site, totals
+from ..units import fmt_bytes, fmt_ns, fmt_ratio
 
 
 def table(rows: Sequence[Sequence[str]], header: Sequence[str], left: int = 1) -> list[str]:

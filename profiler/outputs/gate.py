@@ -17,12 +17,14 @@ import json
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
+from offload_core.github import annotation
+
 from .baseline import Baseline, FlowKey
 from .budget import Budget, Limit, SiteBudget, Tolerance
-from .trace.records import DIRECTION_NAMES
-from .trace.model import Run
-from .analysis.summary import Flow, totals
-from .units import fmt_bytes, fmt_ns
+from ..trace.records import DIRECTION_NAMES
+from ..trace.model import Run
+from ..analysis.summary import Flow, totals
+from ..units import fmt_bytes, fmt_ns
 
 
 @dataclass(frozen=True)
@@ -183,17 +185,9 @@ def render(result: GateResult, fmt: str) -> str:
     for f in result.failures:
         lines.append(f.message)
         if fmt == "github":
-            loc = f"file={_escape_prop(f.file)},line={f.line or 1}," if f.file else ""
-            lines.append(f"::error {loc}title=offload-prof gate::{_escape_data(f.message)}")
+            lines.append(annotation("error", f.message, file=f.file or None, line=(f.line or 1) if f.file else None,
+                                    title="offload-prof gate"))
     verdict = "passed" if result.passed else f"FAILED: {len(result.failures)} of {result.checks} checks"
     lines.append(f"gate {verdict}" + (f" ({result.checks} checks)" if result.passed else ""))
     return "\n".join(lines) + "\n"
 
-
-def _escape_data(text: str) -> str:
-    # GitHub workflow command escaping for the message part
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _escape_prop(text: str) -> str:
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")

@@ -28,8 +28,8 @@ from typing import Any
 import yaml
 
 from .baseline import TIME_FIELDS, FlowKey
-from .errors import ProfilerError
-from .units import parse_duration, parse_size
+from ..errors import ProfilerError
+from ..units import parse_duration, parse_size
 
 _TOL = re.compile(r"^\s*(?P<field>[a-z0-9]+)\s*[:=]\s*(?P<tol>.+?)\s*$")
 
@@ -58,7 +58,7 @@ class Tolerance:
     def describe(self) -> str:
         if self.percent is not None:
             return f"{self.percent:g}%"
-        from .units import fmt_ns
+        from ..units import fmt_ns
 
         return fmt_ns(self.extra_ns or 0)
 
