@@ -26,7 +26,7 @@ import pytest
 if TYPE_CHECKING:
     from .analysis.detectors import Finding
     from .trace.model import Run
-    from .recorder import Recorder
+    from .sources.recorder import Recorder
     from .analysis.summary import Flow, SiteSummary, Totals
 
 LIMITS = ("h2d", "d2h", "h2d_bytes", "d2h_bytes", "syncs", "launches")
@@ -39,7 +39,7 @@ class Transfers:
     """
 
     def __init__(self, fingerprints: bool = False) -> None:
-        from .recorder import Recorder
+        from .sources.recorder import Recorder
 
         self._recorder: Recorder = Recorder(fingerprints=fingerprints)
         self._final: Run | None = None

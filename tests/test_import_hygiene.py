@@ -44,14 +44,17 @@ CASES = {
     "from profiler.cli import build_parser; build_parser()": ("textual", "libcst", "linter", "cupy"),
     # the TUI's data layer and its CLI commands load Textual only when an app starts
     "import profiler.tui, profiler.tui.session, profiler.tui.grid, profiler.tui.tables, profiler.tui.headline, "
-    "profiler.tui.commands, profiler.demo, profiler.trace.columns, profiler.analysis.launches": ("textual", "libcst", "linter", "cupy"),
+    "profiler.commands, profiler.sources.suite, profiler.trace.columns, profiler.analysis.launches": (
+        "textual", "libcst", "linter", "cupy"),
     "from profiler.model import Run; Run.load('tests/data/stencil.naive.json').records[0]": (
         "textual", "libcst", "linter", "cupy", *RUNTIME),
     "import profiler.tui.app": ("libcst", "linter", "cupy"),
-    "from profiler.recorder import Recorder; from profiler.analysis.detectors import detect; "
-    "from profiler import calibrate, runner; from profiler.outputs import baseline, budget; from profiler.trace import link": ("textual", "libcst", "linter", "cupy"),
+    "from profiler.sources.recorder import Recorder; from profiler.analysis.detectors import detect; "
+    "from profiler.sources import calibrate, runner; from profiler.outputs import baseline, budget; "
+    "from profiler.trace import link": ("textual", "libcst", "linter", "cupy"),
     # the CUPTI source imports cupti-python only when a recording starts, and reads traces without offload_core
-    "import profiler.cupti; from profiler.cupti import convert, rocprof, tracer, frames, apis, probe": (
+    "import profiler.sources.cupti, profiler.sources.rocprof\n"
+    "from profiler.sources.cupti import convert, tracer, frames, apis, probe": (
         "textual", "libcst", "linter", "cupy", "cupti", "torch", "numba", *RUNTIME),
     # every `offload-lint` run: no NumPy, no offload_core runtime
     "import linter.cli": ("textual", "profiler", "cupy", "numpy", "offload_core.settings", "offload_core.events"),
@@ -99,7 +102,7 @@ def test_only_the_cupy_backend_imports_cupy() -> None:
                 rel = os.path.relpath(path, ROOT)
                 allowed = rel.startswith(os.path.join("offload_core", "backends", "cupy_")) or rel.startswith(
                     os.path.join("offload_core", "suite")
-                ) or rel.startswith(os.path.join("profiler", "cupti"))
+                ) or rel.startswith(os.path.join("profiler", "sources", "cupti"))
                 with open(path, encoding="utf-8") as fh:
                     for line in fh:
                         stripped = line.strip()

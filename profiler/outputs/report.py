@@ -1,20 +1,25 @@
-"""Text reports: `offload-prof report TRACE` and `offload-prof compare NAIVE BATCHED`.
+"""Text reports: `offload-prof report TRACE`, `offload-prof compare NAIVE BATCHED`, and the headline sentence.
 
-Renderers only read a `Run` (through `profiler.summary`) and the findings
-of `profiler.detectors`; they compute nothing the TUI or a JSON consumer
-could not compute the same way. Measured and modelled figures are never
-mixed: modelled columns are headed with the link profile's name and a
-note says where the figures come from.
+Renderers only read a `Run` (through `profiler.analysis.summary`) and the
+findings of `profiler.analysis.detectors`; they compute nothing the TUI or
+a JSON consumer could not compute the same way. Measured and modelled
+figures are never mixed: modelled columns are headed with the link
+profile's name and a note says where the figures come from. The names of
+runs, call-site labels and the ratio sentence ("batched is 139x faster;
+99% of the naive run was copies") are the TUI's too, so they live here
+and the TUI draws them.
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
 from typing import Any, Sequence
 
-from ..analysis.detectors import Finding, needs_fingerprints
-from ..trace.records import Link, Site, relative_file
-from ..trace.model import Run
+from ..analysis.detectors import Finding, detect, needs_fingerprints
 from ..analysis.summary import Flow, SiteSummary, Totals, by_site, totals
+from ..trace.model import Run
+from ..trace.records import Link, Site, relative_file
 from ..units import fmt_bytes, fmt_ns, fmt_ratio
 
 
@@ -28,10 +33,22 @@ def table(rows: Sequence[Sequence[str]], header: Sequence[str], left: int = 1) -
     return out
 
 
-def site_label(site: Site | None, cwd: str) -> str:
+def site_label(site: Site | None, cwd: str, column: bool = False) -> str:
+    """`file:line in function` (`file:line:column in function`), the file relative to the run's folder."""
     if site is None:
         return "(no call site)"
-    return f"{relative_file(site.file, cwd)}:{site.line} in {site.function}"
+    where = f"{site.line}:{site.column}" if column else f"{site.line}"
+    return f"{relative_file(site.file, cwd)}:{where} in {site.function}"
+
+
+def run_names(runs: Sequence[Run]) -> tuple[str, ...]:
+    """Their modes when the modes differ (naive, batched); else first, second."""
+    modes = [r.meta.mode or "run" for r in runs]
+    if len(runs) == 1:
+        return (modes[0],)
+    if len(set(modes)) == len(modes):
+        return tuple(modes)
+    return ("first", "second")[: len(runs)]
 
 
 def _flow_cells(f: Flow, modelled: bool) -> list[str]:
@@ -125,13 +142,22 @@ def render_report(run: Run, findings: Sequence[Finding], *, path: str, link: Lin
     return "\n".join(lines) + "\n"
 
 
+def render_report_json(run: Run, findings: Sequence[Finding], *, path: str, link: Link | None = None,
+                       top: int = 10) -> str:
+    """`report --format json`: the trace's meta, the link, totals, the top call sites and the findings."""
+    doc = {"trace": path, "meta": asdict(run.meta), "link": None if link is None else asdict(link),
+           "totals": asdict(totals(run, link)), "sites": [asdict(s) for s in by_site(run, link)[:top]],
+           "findings": [asdict(f) for f in findings]}
+    return json.dumps(doc, indent=1) + "\n"
+
+
 def render_compare(
     naive: Run, batched: Run, naive_findings: Sequence[Finding], batched_findings: Sequence[Finding],
     *, paths: tuple[str, str], link: Link | None = None, top: int = 10,
 ) -> str:
     a, b = totals(naive, link), totals(batched, link)
-    names = (naive.meta.mode if naive.meta.mode != batched.meta.mode else "first",
-             batched.meta.mode if naive.meta.mode != batched.meta.mode else "second")
+    first, second = run_names((naive, batched))
+    names = (first, second)
     lines = [f"compare  {paths[0]} ({names[0]})  vs  {paths[1]} ({names[1]})",
              f"target   {naive.label}" + ("" if naive.label == batched.label else f"  vs  {batched.label}")]
     lines += link_note(link, naive)
@@ -182,3 +208,60 @@ def _compare_sites(a: Run, b: Run, link: Link | None, top: int, names: tuple[str
     if not rows:
         return ["  (no copies)"]
     return table(rows, ["call site", f"copies ({names[0]})", f"copies ({names[1]})", f"time ({names[0]})", f"time ({names[1]})"])
+
+
+# ------------------------------------------------------- the headline sentence
+def times(ratio: float) -> str:
+    """`139x`, `23.7x`, `4.21x`: three significant figures without exponents."""
+    if ratio >= 100:
+        return f"{ratio:.0f}x"
+    if ratio >= 10:
+        return f"{ratio:.1f}x"
+    return f"{ratio:.2f}x"
+
+
+def percent(part: float, whole: float) -> str:
+    """`73%`; never `100%` for less than the whole, `-` without a whole."""
+    if whole <= 0:
+        return "-"
+    share = 100.0 * part / whole
+    text = f"{share:.0f}%"
+    return "99%" if text == "100%" and part < whole else text
+
+
+Named = Sequence[tuple[str, Totals]]
+
+
+def ratio_sentence(runs: Named) -> str:
+    """`batched is 139x faster; 99% of the naive run was copies` (or the one-run form), from (name, totals)."""
+    (first, a), *rest = runs
+    share = percent(a.copies.ns, a.wall_ns)
+    if not rest:
+        return f"{share} of the {first} run was copies"
+    second, b = rest[0]
+    if a.wall_ns <= 0 or b.wall_ns <= 0:
+        speed = f"{second} and {first} have no wall time to compare"
+    elif a.wall_ns >= b.wall_ns:
+        speed = f"{second} is {times(a.wall_ns / b.wall_ns)} faster"
+    else:
+        speed = f"{second} is {times(b.wall_ns / a.wall_ns)} slower"
+    return f"{speed}; {share} of the {first} run was copies"
+
+
+def modelled_clause(runs: Named, link: Link | None) -> str:
+    """`modelled on pcie5-x16: copies 410 ms vs 0.2 ms` where a link applies."""
+    if link is None:
+        return ""
+    figures = " vs ".join(fmt_ns(t.copies.modelled_ns) for _, t in runs)
+    return f"modelled on {link.name}: copies {figures}"
+
+
+def render_runs(runs: Sequence[Run], paths: Sequence[str], link: Link | None) -> str:
+    """What the TUI would open on, as text: `compare` plus the ratio sentence for two runs, `report` for one."""
+    if len(runs) == 1:
+        return render_report(runs[0], detect(runs[0], link=link), path=paths[0], link=link)
+    text = render_compare(runs[0], runs[1], detect(runs[0], link=link), detect(runs[1], link=link),
+                          paths=(paths[0], paths[1]), link=link)
+    named = [(name, totals(run, link)) for name, run in zip(run_names(runs), runs)]
+    clause = modelled_clause(named, link)
+    return text + "\n" + ratio_sentence(named) + "\n" + (clause + "\n" if clause else "")

@@ -103,6 +103,21 @@ def to_document(run: Stored, schema: int = SCHEMA_VERSION) -> dict[str, Any]:
     }
 
 
+def both_paths(output: Path) -> tuple[Path, Path]:
+    """The two traces of one `--mode both` recording: `run.json` -> (`run.naive.json`, `run.batched.json`).
+
+    A `.json.gz` name keeps its `.json.gz`; a name without `.json` gets one.
+    """
+    name = output.name
+    for suffix in (".json.gz", ".json"):
+        if name.endswith(suffix):
+            stem, ext = name[: -len(suffix)], suffix
+            break
+    else:
+        stem, ext = name, ".json"
+    return output.with_name(f"{stem}.naive{ext}"), output.with_name(f"{stem}.batched{ext}")
+
+
 def asdict_meta(meta: Meta) -> dict[str, Any]:
     """`meta` as the JSON object a trace stores (lists for its argument tuples)."""
     out = dataclasses.asdict(meta)

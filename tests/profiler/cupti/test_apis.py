@@ -5,7 +5,7 @@ from __future__ import annotations
 import ctypes
 import enum
 
-from profiler.cupti.apis import APIS, COPY, LAUNCH, MEMSET, SYNC, Api, Layout, read_copy_args, resolve
+from profiler.sources.cupti.apis import APIS, COPY, LAUNCH, MEMSET, SYNC, Api, Layout, read_copy_args, resolve
 
 from .fakelib.fakecupti import DriverCopyParams, MemcpyParams
 

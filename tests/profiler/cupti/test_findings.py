@@ -12,7 +12,7 @@ from pathlib import Path
 
 from profiler.outputs.baseline import Baseline
 from profiler.outputs.chrome import to_chrome
-from profiler.cupti.convert import convert
+from profiler.sources.cupti.convert import convert
 from profiler.analysis.detectors import detect
 from profiler.outputs.gate import checks_for, evaluate
 from profiler.trace.link import resolve

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler.cupti import probe
+from profiler.sources.cupti import probe
 from profiler.errors import ProfilerError
 
 

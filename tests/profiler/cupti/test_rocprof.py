@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler.cupti.rocprof import load_rocprof
+from profiler.sources.rocprof import load_rocprof
 from profiler.analysis.detectors import detect
 from profiler.errors import TraceError
 from profiler.model import Run

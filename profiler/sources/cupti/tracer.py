@@ -41,7 +41,7 @@ import threading
 from types import ModuleType
 from typing import Any, Callable
 
-from ..errors import ProfilerError
+from ...errors import ProfilerError
 from . import activity as act
 from .apis import APIS, COPY, DRIVER, RUNTIME, SYNC, Api, copy_reader, resolve
 from .buffers import CStrings, Pool, record_dtypes, records_of

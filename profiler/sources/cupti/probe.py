@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Callable
 
-from ..errors import ProfilerError
+from ...errors import ProfilerError
 
 EXTRA_HINT = "pip install 'offload-guard[cupti]'"
 AMD_HINT = "on AMD GPUs record with rocprofv3 and `offload-prof import-rocprof`"

@@ -29,7 +29,7 @@ import struct
 from types import ModuleType
 from typing import Any, Callable, Iterator
 
-from ..errors import ProfilerError
+from ...errors import ProfilerError
 
 #: void (*)(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *cbdata)
 API_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p)

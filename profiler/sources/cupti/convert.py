@@ -33,7 +33,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Callable, Iterable, Union
 
-from ..trace.records import Record, Site
+from ...trace.records import Record, Site
 from .activity import HOST_WAITS, ApiCall, Capture, Copy, Kernel, Memset, Sync
 
 Activity = Union[Copy, Memset, Kernel, Sync]
@@ -49,7 +49,7 @@ class Leftovers:
 
     def describe(self) -> str:
         """One line for the CLI, or "" when nothing was left out."""
-        from ..units import fmt_bytes
+        from ...units import fmt_bytes
 
         parts = []
         if self.device_copies[0]:

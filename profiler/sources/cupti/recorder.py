@@ -1,6 +1,6 @@
 """`CuptiRecorder`: the offload_core `Recorder`'s interface over a CUPTI `Tracer`.
 
-`offload-prof run --source cupti` swaps this in for `profiler.recorder.Recorder`
+`offload-prof run --source cupti` swaps this in for `profiler.sources.recorder.Recorder`
 and changes nothing else: `start()`, `stop()`, `run(...) -> Run`. The run's
 `meta.backend` is `"cupti"` (the events came from CUPTI, whatever library
 made them), `meta.device` names the GPU, the driver and cupti-python, and
@@ -11,16 +11,13 @@ error a callback swallowed (a callback may not raise into CUPTI).
 
 from __future__ import annotations
 
-import os
-import platform
-from datetime import datetime, timezone
 from importlib import metadata
 from types import TracebackType
 from typing import Sequence
 
-from .. import __version__
-from ..trace.records import Link, Meta
-from ..trace.model import Run
+from ...trace.model import Run
+from ...trace.records import Link, Outcome
+from ..meta import recorded_meta, started_now
 from .activity import Capture
 from .convert import Converted, convert, cxx_demangler
 from .probe import Driver, require
@@ -53,7 +50,7 @@ class CuptiRecorder:
 
         self._mode = get_mode()
         self._capture = self._converted = None
-        self._started_at = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+        self._started_at = started_now()
         self._tracer = Tracer(cupti, fingerprints=self.fingerprints).start()
         self._stopped = False
         return self
@@ -90,28 +87,15 @@ class CuptiRecorder:
         *,
         command: Sequence[str] = (),
         argv: Sequence[str] = (),
-        outcome: str = "ok",
+        outcome: Outcome = "ok",
         exit_code: int = 0,
         link: Link | None = None,
     ) -> Run:
         capture = self.capture
-        meta = Meta(
-            backend="cupti",
-            device=self.device_label(),
-            mode=self._mode,
-            started_at=self._started_at,
-            wall_ns=max(capture.t1 - capture.t0, 0),
-            tool_version=__version__,
-            command=tuple(command),
-            argv=tuple(argv),
-            cwd=os.getcwd(),
-            python=f"{platform.python_implementation()} {platform.python_version()}",
-            host=platform.node(),
-            fingerprints=self.fingerprints,
-            outcome=outcome,
-            exit_code=exit_code,
-            link=link,
-        )
+        meta = recorded_meta(backend="cupti", device=self.device_label(), mode=self._mode,
+                             started_at=self._started_at, wall_ns=capture.t1 - capture.t0,
+                             fingerprints=self.fingerprints, command=command, argv=argv, outcome=outcome,
+                             exit_code=exit_code, link=link)
         return Run(meta, self.converted().records)
 
     def device_label(self) -> str:

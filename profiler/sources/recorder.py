@@ -16,19 +16,16 @@ after the copy is timed), only the wall time grows.
 from __future__ import annotations
 
 import linecache
-import os
-import platform
-import socket
 import time
-from datetime import datetime, timezone
+from dataclasses import replace
 from types import TracebackType
 from typing import Callable, Sequence
 
 from offload_core import events, get_backend, get_mode
 
-from . import __version__
-from .trace.records import Link, Meta, Record, Site
-from .trace.model import Run
+from ..trace.model import Run
+from ..trace.records import Link, Outcome, Record, Site
+from .meta import recorded_meta, started_now
 
 
 class Recorder:
@@ -55,7 +52,7 @@ class Recorder:
         be = get_backend()
         self._backend = (be.name, be.device)
         self._mode = get_mode()
-        self._started_at = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+        self._started_at = started_now()
         self._t0 = time.perf_counter_ns()
         self._t1 = 0
         self._unsubscribe = events.subscribe(self.raw.append, fingerprints=self.fingerprints)
@@ -76,6 +73,10 @@ class Recorder:
             return
         self._backend = (be.name, be.device)
 
+    def notes(self) -> list[str]:
+        """Nothing to add: every event offload_core emits fits the trace model."""
+        return []
+
     def __enter__(self) -> Recorder:
         return self.start()
 
@@ -87,7 +88,7 @@ class Recorder:
         *,
         command: Sequence[str] = (),
         argv: Sequence[str] = (),
-        outcome: str = "ok",
+        outcome: Outcome = "ok",
         exit_code: int = 0,
         link: Link | None = None,
     ) -> Run:
@@ -102,33 +103,19 @@ class Recorder:
             )
             for e in list(self.raw)
         )
-        meta = Meta(
-            backend=self._backend[0],
-            device=self._backend[1],
-            mode=self._mode,
-            started_at=self._started_at,
-            wall_ns=max(end - t0, 0),
-            tool_version=__version__,
-            command=tuple(command),
-            argv=tuple(argv),
-            cwd=os.getcwd(),
-            python=f"{platform.python_implementation()} {platform.python_version()}",
-            host=_hostname(),
-            fingerprints=self.fingerprints,
-            outcome=outcome,
-            exit_code=exit_code,
-            link=link,
-        )
+        meta = recorded_meta(backend=self._backend[0], device=self._backend[1], mode=self._mode,
+                             started_at=self._started_at, wall_ns=end - t0, fingerprints=self.fingerprints,
+                             command=command, argv=argv, outcome=outcome, exit_code=exit_code, link=link)
         return Run(meta, records)
 
 
 class _SiteTable:
-    """offload_core call sites to interned `Site`s with their source line."""
+    """Events' call sites, interned once each with their source line and column filled in."""
 
     def __init__(self) -> None:
-        self._sites: dict[events.Site, Site] = {}
+        self._sites: dict[Site, Site] = {}
 
-    def get(self, cs: events.Site | None) -> Site | None:
+    def get(self, cs: Site | None) -> Site | None:
         if cs is None:
             return None
         site = self._sites.get(cs)
@@ -136,12 +123,5 @@ class _SiteTable:
             raw = linecache.getline(cs.file, cs.line).rstrip("\r\n")
             text = raw.strip()
             column = len(raw) - len(raw.lstrip()) + 1 if text else 1
-            site = self._sites[cs] = Site(cs.file, cs.line, cs.function, text, column)
+            site = self._sites[cs] = replace(cs, text=text, column=column)
         return site
-
-
-def _hostname() -> str:
-    try:
-        return socket.gethostname()
-    except OSError:  # pragma: no cover - a host without a name
-        return ""

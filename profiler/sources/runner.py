@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from .errors import ProfilerError
+from ..errors import ProfilerError
 
 
 @dataclass(frozen=True)

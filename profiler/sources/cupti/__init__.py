@@ -1,10 +1,11 @@
-"""Traces from vendor tools: CUPTI recorded live (NVIDIA), rocprofv3 output imported (AMD).
+"""CUPTI recorded live (NVIDIA): every CUDA copy, memset, kernel and host wait of the process.
 
-offload_core's events cover offload_core's own launches; these sources
-cover everything else a CUDA or HIP program does, plain CuPy, PyTorch and
-Numba code included, and turn it into the same `profiler.model.Run`, so
+offload_core's events cover offload_core's own launches; this source
+covers everything else a CUDA program does, plain CuPy, PyTorch and Numba
+code included, and turns it into the same `profiler.trace.model.Run`, so
 that reports, comparisons, detectors, the gate and the TUI need nothing
-new. The modules, in dependency order:
+new (AMD's counterpart is `profiler.sources.rocprof`, which imports
+rocprofv3's output). The modules, in dependency order:
 
 * `activity`: CUPTI's records and intercepted calls as plain frozen records.
 * `apis`: the CUDA calls to intercept and how to read their arguments.
@@ -15,7 +16,6 @@ new. The modules, in dependency order:
 * `buffers`: activity buffers lent to CUPTI and decoded in bulk with NumPy.
 * `tracer`: the live CUPTI session (with `native`, the only code that calls CUPTI).
 * `recorder`: `CuptiRecorder`, the `Recorder` interface `offload-prof run --source cupti` uses.
-* `rocprof`: rocprofv3 JSON (or CSV with sizes) -> `Run`.
 
 Importing this package imports neither cupti-python nor CuPy: cupti-python
 is imported by `probe.require()` when a recording starts, so a machine

@@ -1,4 +1,4 @@
-"""`offload-prof demo`: record the RAJAPerf suite on the naive and the batched path, save both, show them.
+"""The suite recording behind `offload-prof demo`: the RAJAPerf suite on the naive and the batched path.
 
 The suite's offload variant (`offload_core.suite.run_suite`) runs the same
 launches twice, once with `mode="naive"` (every launch copies its
@@ -17,22 +17,18 @@ them on (for OFF502/OFF503) and says so.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .errors import ProfilerError
-from .trace.model import Run
-
-#: small enough for a few seconds on the NumPy backend, varied enough to show every view
-DEFAULT_KERNELS = ("TRIAD", "DAXPY", "JACOBI_2D", "GEMM", "ATAX")
-DEFAULT_SIZE_FACTOR = 0.2
-DEFAULT_REPS = 50
+from ..errors import ProfilerError
+from ..trace.model import Run
 
 
 @dataclass(frozen=True)
-class DemoResult:
+class SuiteRecording:
+    """Both paths of one suite recording: the runs, the trace files they were saved to, the kernels."""
+
     naive: Run
     batched: Run
     paths: tuple[Path, Path]
@@ -41,15 +37,15 @@ class DemoResult:
 
 def record_suite(kernels: Sequence[str], size_factor: float, reps: int, *, fingerprints: bool = False,
                  output: Path, command: Sequence[str] = (), progress: Callable[[str], None] = lambda m: None,
-                 ) -> DemoResult:
+                 ) -> SuiteRecording:
     """Warm up, record both paths, check the results agree, save `output`'s .naive and .batched traces."""
     import offload_core
     from offload_core.errors import OffloadError
     from offload_core.suite import run_suite, select
     from offload_core.suite.registry import UnknownKernel
 
-    from .cli import both_paths
-    from .trace.link import calibrated
+    from ..trace.link import calibrated
+    from ..trace.tracefile import both_paths
     from .recorder import Recorder
 
     try:
@@ -90,9 +86,4 @@ def record_suite(kernels: Sequence[str], size_factor: float, reps: int, *, finge
             runs[mode].save(path)
         except OSError as exc:
             raise ProfilerError(f"{path}: cannot write trace ({exc.strerror or exc})") from None
-    return DemoResult(runs["naive"], runs["batched"], paths, chosen)
-
-
-def interactive() -> bool:
-    """Whether a TUI can run here: both ends of the terminal are a TTY."""
-    return sys.stdout.isatty() and sys.stdin.isatty()
+    return SuiteRecording(runs["naive"], runs["batched"], paths, chosen)

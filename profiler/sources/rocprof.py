@@ -1,4 +1,4 @@
-"""rocprofv3's JSON output -> `profiler.model.Run`: the AMD counterpart of the CUPTI source.
+"""rocprofv3's JSON output -> `profiler.trace.model.Run`: the AMD counterpart of the CUPTI source.
 
 On ROCm the tracing tool is rocprofv3 (rocprofiler-sdk); it runs the
 program itself, so the profiler imports its output instead of recording:
