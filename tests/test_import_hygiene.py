@@ -1,7 +1,10 @@
-"""The dependency rules of DESIGN.md, checked on the real import graph in fresh interpreters.
+"""What importing a module loads: the dependency rules of DESIGN.md, checked two ways.
 
-A static import graph cannot tell a module-level import from a deferred one,
-so each statement runs in a subprocess and `sys.modules` is inspected.
+Each statement of `CASES` runs in a fresh interpreter and `sys.modules` is
+inspected, which catches what third-party packages import in turn; the
+import statements themselves are read too (tests/importgraph.py), which
+catches imports of libraries CI does not install. The layer order of the
+packages' own modules is tests/test_import_graph.py's.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ import subprocess
 import sys
 
 import pytest
+
+from .importgraph import edges, loaded_by
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -75,37 +80,58 @@ def test_imports_respect_the_dependency_direction(statement: str) -> None:
     assert not leaked, f"{statement!r} loaded {leaked}"
 
 
-def test_only_profiler_tui_imports_textual() -> None:
-    offenders = []
-    for package in ("offload_core", "linter", "profiler"):
-        for folder, _, files in os.walk(os.path.join(ROOT, package)):
-            for name in files:
-                path = os.path.join(folder, name)
-                rel = os.path.relpath(path, ROOT)
-                if not name.endswith(".py") or rel.startswith(os.path.join("profiler", "tui") + os.sep):
-                    continue
-                with open(path, encoding="utf-8") as fh:
-                    offenders += [f"{rel}: {line.strip()}" for line in fh
-                                  if line.strip().startswith(("import textual", "from textual"))]
-    assert not offenders, offenders
+# ------------------------------------------------------------------------------------------
+# The same rules read from the import statements, which also see libraries CI does not install
+# (CuPy, cupti-python, PyTorch, Numba): a stray `import cupy` fails here even where `import cupy`
+# would fail at run time anyway and so never show up in `sys.modules`.
+
+#: third-party package -> the only modules allowed to import it (prefixes); an empty tuple: none may
+OWNERS = {
+    "cupy": ("offload_core.backends.cupy_", "offload_core.suite", "profiler.sources.cupti"),
+    "cupti": ("profiler.sources.cupti",),
+    "torch": (),
+    "numba": (),
+    "textual": ("profiler.tui",),
+    "libcst": ("linter",),
+}
 
 
-def test_only_the_cupy_backend_imports_cupy() -> None:
-    """Source check to back up the runtime one (CI has no CuPy, so it cannot see a stray import)."""
-    offenders = []
-    for package in ("offload_core", "linter", "profiler"):
-        for folder, _, files in os.walk(os.path.join(ROOT, package)):
-            for name in files:
-                if not name.endswith(".py"):
-                    continue
-                path = os.path.join(folder, name)
-                rel = os.path.relpath(path, ROOT)
-                allowed = rel.startswith(os.path.join("offload_core", "backends", "cupy_")) or rel.startswith(
-                    os.path.join("offload_core", "suite")
-                ) or rel.startswith(os.path.join("profiler", "sources", "cupti"))
-                with open(path, encoding="utf-8") as fh:
-                    for line in fh:
-                        stripped = line.strip()
-                        if stripped.startswith(("import cupy", "from cupy")) and not allowed:
-                            offenders.append(f"{rel}: {stripped}")
-    assert not offenders, offenders
+def test_only_their_owners_import_gpu_libraries_textual_and_libcst() -> None:
+    offenders = [f"{e} imports {e.target.split('.')[0]}" for e in edges()
+                 if e.target.split(".")[0] in OWNERS
+                 and not e.source.startswith(OWNERS[e.target.split(".")[0]])]
+    assert not offenders, "\n".join(offenders)
+
+
+STATIC_CASES = {
+    # module: what importing it must not run (third-party top-level names or internal modules, by prefix)
+    "offload_core": ("numpy", "yaml", "offload_core.events", "offload_core.settings"),
+    "offload_core.catalog": ("numpy", "offload_core.events", "offload_core.settings", "offload_core.backends"),
+    "linter.cli": ("numpy", "textual", "profiler", "cupy", "offload_core.events", "offload_core.settings"),
+    "profiler.sources.cupti": ("cupti", "cupy", "torch", "numba", "textual", *RUNTIME),
+    "profiler.sources.cupti.tracer": ("cupti", "cupy", "torch", "numba", *RUNTIME),
+    "profiler.sources.rocprof": ("cupy", "torch", "numba", *RUNTIME),
+    "profiler.model": ("numpy", "textual", *RUNTIME),
+    "profiler.cli": ("numpy", "textual", "libcst", "linter", "cupy", *RUNTIME),
+    "profiler.pytest_plugin": ("numpy", "offload_core", "textual"),
+}
+
+
+@pytest.mark.parametrize("module", list(STATIC_CASES))
+def test_what_a_module_loads_read_from_its_import_statements(module: str) -> None:
+    loaded = loaded_by(module)
+    leaked = sorted(m for m in loaded if m.startswith(STATIC_CASES[module]) and m not in (module,))
+    assert not leaked, f"importing {module} runs imports of {leaked}"
+
+
+def test_the_static_reading_sees_a_nested_gpu_import() -> None:
+    """The checks above can fail: a deferred `import cupy` and a module-level `import torch` are found."""
+    import ast
+
+    from .importgraph import _Imports
+
+    source = "import numpy as np\nimport torch.nn\ndef f():\n    import cupy.cuda.runtime as rt\n"
+    visitor = _Imports("profiler.trace.bad", is_package=False)
+    visitor.visit(ast.parse(source))
+    assert [(n, deferred) for n, _, deferred, _ in visitor.found] == [
+        ("numpy", False), ("torch.nn", False), ("cupy.cuda.runtime", True)]
