@@ -18,14 +18,22 @@ import string
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping
+from typing import Any, Final, Iterable, Literal, Mapping, TypeVar, get_args
 
 import yaml
 
-KINDS = ("static", "runtime")
-SEVERITIES = ("error", "warning", "info")
-FIX_SAFETIES = ("none", "safe", "unsafe")
-API_KINDS = ("h2d", "d2h", "sync", "launch", "region", "alloc")
+#: which tool checks a rule: the linter (static) or the profiler (runtime)
+RuleKind = Literal["static", "runtime"]
+KINDS: Final[tuple[RuleKind, ...]] = get_args(RuleKind)
+Severity = Literal["error", "warning", "info"]
+SEVERITIES: Final[tuple[Severity, ...]] = get_args(Severity)
+#: `safe`: applying the fix never changes what the program computes; `unsafe`: it may (review it)
+FixSafety = Literal["none", "safe", "unsafe"]
+FIX_SAFETIES: Final[tuple[FixSafety, ...]] = get_args(FixSafety)
+#: what a library call listed in `rules/apis/` does
+ApiKind = Literal["h2d", "d2h", "sync", "launch", "region", "alloc"]
+API_KINDS: Final[tuple[ApiKind, ...]] = get_args(ApiKind)
+_Choice = TypeVar("_Choice", bound=str)
 _REQUIRED = ("id", "name", "kind", "severity", "summary", "message", "rationale", "fix", "fix_safety", "examples")
 
 
@@ -61,13 +69,13 @@ class Rule:
 
     id: str
     name: str
-    kind: str
-    severity: str
+    kind: RuleKind
+    severity: Severity
     summary: str
     message: str
     rationale: str
     fix: str
-    fix_safety: str
+    fix_safety: FixSafety
     options: Mapping[str, Any]
     invalid: tuple[Example, ...]
     valid: tuple[Example, ...]
@@ -98,7 +106,7 @@ class ApiEntry:
     """
 
     library: str
-    kind: str
+    kind: ApiKind
     blocking: bool
     call: str | None = None
     method: str | None = None
@@ -127,7 +135,7 @@ class Catalog:
         except KeyError:
             raise KeyError(f"no rule {code!r} in the catalog (known: {', '.join(sorted(self.rules))})") from None
 
-    def of_kind(self, kind: str) -> tuple[Rule, ...]:
+    def of_kind(self, kind: RuleKind) -> tuple[Rule, ...]:
         return tuple(r for r in self.rules.values() if r.kind == kind)
 
     @property
@@ -159,11 +167,12 @@ def _need(data: Mapping[str, Any], key: str, kind: type | tuple[type, ...], path
     return value
 
 
-def _choice(data: Mapping[str, Any], key: str, choices: tuple[str, ...], path: Path) -> str:
+def _choice(data: Mapping[str, Any], key: str, choices: tuple[_Choice, ...], path: Path) -> _Choice:
     value = _need(data, key, str, path)
-    if value not in choices:
-        raise CatalogError(f"{path}: '{key}' is {value!r}; choose one of {', '.join(choices)}")
-    return str(value)
+    for choice in choices:
+        if value == choice:
+            return choice
+    raise CatalogError(f"{path}: '{key}' is {value!r}; choose one of {', '.join(choices)}")
 
 
 def _examples(raw: Any, which: str, path: Path) -> tuple[Example, ...]:
@@ -264,9 +273,9 @@ def load_api_file(path: Path) -> ApiFile:
             raise CatalogError(f"{where} needs exactly one of 'call' and 'method'")
         if not isinstance(call or method, str):
             raise CatalogError(f"{where}: 'call'/'method' must be a string")
-        kind = item.get("kind")
-        if kind not in API_KINDS:
-            raise CatalogError(f"{where}: 'kind' is {kind!r}; choose one of {', '.join(API_KINDS)}")
+        kind = next((k for k in API_KINDS if item.get("kind") == k), None)
+        if kind is None:
+            raise CatalogError(f"{where}: 'kind' is {item.get('kind')!r}; choose one of {', '.join(API_KINDS)}")
         blocking = item.get("blocking", False)
         if not isinstance(blocking, bool):
             raise CatalogError(f"{where}: 'blocking' must be true or false")

@@ -23,13 +23,12 @@ from dataclasses import dataclass
 from types import CodeType, FrameType
 from typing import Callable, Protocol
 
+from .kinds import KINDS, Kind  # noqa: F401  (KINDS: the kinds an `Event` can be)
 from .sites import Site
 
 #: queued events beyond which finished ones are delivered eagerly, and the hard cap
 PENDING_SOFT_LIMIT = 4096
 PENDING_HARD_LIMIT = 16384
-
-KINDS = ("h2d", "d2h", "alloc", "free", "launch", "sync", "region_enter", "region_exit")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +48,7 @@ class Event:
     apart from uploads of new data.
     """
 
-    kind: str
+    kind: Kind
     nbytes: int = 0
     pinned: bool = False
     start_ns: int = 0

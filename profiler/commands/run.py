@@ -64,7 +64,7 @@ def _run_here(args: argparse.Namespace, target: Target, output: Path) -> int:
 
     from ..sources import Source
     from ..sources.recorder import Recorder
-    from ..sources.runner import Outcome, run_target, signals_deferred
+    from ..sources.runner import Ending, run_target, signals_deferred
     from ..trace.link import calibrated, resolve
 
     cupti = getattr(args, "source", "offload") == "cupti"
@@ -85,7 +85,7 @@ def _run_here(args: argparse.Namespace, target: Target, output: Path) -> int:
         recorder = CuptiRecorder(fingerprints=args.fingerprints).start()
     else:
         recorder = Recorder(fingerprints=args.fingerprints).start()
-    outcome = Outcome("interrupted", 130, "KeyboardInterrupt")
+    outcome = Ending("interrupted", 130, "KeyboardInterrupt")
     try:
         outcome = run_target(target)
     finally:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import TraceError
-from ..trace.records import DIRECTION_NAMES, relative_file
+from ..trace.records import DIRECTION_NAMES, Direction, relative_file
 from ..trace.model import Run
 from ..trace.tracefile import read_json_document, write_atomically
 from ..analysis.summary import Flow, totals
@@ -38,11 +38,11 @@ class FlowKey:
     function: str
     text: str
     kernel: str
-    direction: str
+    direction: Direction
 
     def label(self) -> str:
         code = f" `{self.text}`" if self.text else ""
-        return f"{self.file} in {self.function}{code} [{self.kernel}] {DIRECTION_NAMES.get(self.direction, self.direction)}"
+        return f"{self.file} in {self.function}{code} [{self.kernel}] {DIRECTION_NAMES[self.direction]}"
 
 
 @dataclass(frozen=True)
@@ -61,10 +61,13 @@ class Baseline:
         flows: dict[FlowKey, Flow] = {}
         lines: dict[FlowKey, int] = {}
         cwd = run.meta.cwd
-        for r in run.copies():
+        for r in run.records:
+            kind = r.kind
+            if kind != "h2d" and kind != "d2h":
+                continue
             s = r.site
             key = FlowKey(relative_file(s.file, cwd) if s else "", s.function if s else "", s.text if s else "",
-                          r.kernel or REGION, r.kind)
+                          r.kernel or REGION, kind)
             flows[key] = flows.get(key, Flow()) + Flow(1, r.nbytes, r.duration_ns)
             if s is not None:
                 lines[key] = s.line
@@ -73,7 +76,7 @@ class Baseline:
                  "kernel": t.launches.ns, "sync": t.syncs.ns}
         return cls(flows, times, lines, " ".join(run.meta.argv), run.meta.mode, run.meta.backend)
 
-    def totals(self, direction: str) -> Flow:
+    def totals(self, direction: Direction) -> Flow:
         out = Flow()
         for key, f in self.flows.items():
             if key.direction == direction:

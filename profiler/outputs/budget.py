@@ -29,6 +29,7 @@ import yaml
 
 from .baseline import TIME_FIELDS, FlowKey
 from ..errors import ProfilerError
+from ..trace.records import COPY_KINDS, Direction
 from ..units import parse_duration, parse_size
 
 _TOL = re.compile(r"^\s*(?P<field>[a-z0-9]+)\s*[:=]\s*(?P<tol>.+?)\s*$")
@@ -96,7 +97,7 @@ class SiteBudget:
     match: str
     file: str
     function: str | None
-    limits: dict[str, Limit]
+    limits: dict[Direction, Limit]
 
     def matches(self, key: FlowKey) -> bool:
         f = key.file
@@ -108,7 +109,7 @@ class SiteBudget:
 @dataclass(frozen=True)
 class Budget:
     path: str
-    totals: dict[str, Limit]
+    totals: dict[Direction, Limit]
     launches: int | None
     syncs: int | None
     sites: tuple[SiteBudget, ...]
@@ -131,7 +132,7 @@ def load_budget(path: str | os.PathLike[str]) -> Budget:
     if unknown:
         raise ProfilerError(f"{name}: unknown key(s) {', '.join(map(str, unknown))}; "
                             "use h2d, d2h, syncs, launches, sites, time")
-    totals = {d: _limit(data[d], f"{name}: {d}") for d in ("h2d", "d2h") if d in data}
+    totals = {d: _limit(data[d], f"{name}: {d}") for d in COPY_KINDS if d in data}
     sites = []
     raw_sites = data.get("sites", []) or []
     if not isinstance(raw_sites, list):
@@ -145,7 +146,7 @@ def load_budget(path: str | os.PathLike[str]) -> Budget:
             raise ProfilerError(f"{where}: unknown key(s) {', '.join(map(str, extra))}")
         match = item["match"].strip()
         file, _, function = match.partition(":")
-        limits = {d: _limit(item[d], f"{where}.{d}") for d in ("h2d", "d2h") if d in item}
+        limits = {d: _limit(item[d], f"{where}.{d}") for d in COPY_KINDS if d in item}
         sites.append(SiteBudget(match, file, function or None, limits))
     times = data.get("time", {}) or {}
     if not isinstance(times, dict):

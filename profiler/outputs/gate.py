@@ -15,16 +15,20 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence
+from typing import Literal, Protocol, Sequence
 
 from offload_core.github import annotation
 
 from .baseline import Baseline, FlowKey
 from .budget import Budget, Limit, SiteBudget, Tolerance
-from ..trace.records import DIRECTION_NAMES
+from ..trace.records import DIRECTION_NAMES, Direction
 from ..trace.model import Run
 from ..analysis.summary import Flow, totals
 from ..units import fmt_bytes, fmt_ns
+
+
+#: why a check failed: more copies (or new ones), fewer (to accept), a budget limit, a time tolerance
+FailureKind = Literal["regression", "improvement", "budget", "time"]
 
 
 @dataclass(frozen=True)
@@ -34,7 +38,7 @@ class Failure:
     message: str
     file: str | None = None
     line: int | None = None
-    kind: str = "regression"  # regression | improvement | budget | time
+    kind: FailureKind = "regression"
 
 
 class Check(Protocol):
@@ -97,7 +101,7 @@ class LimitCheck:
     what: str
     value: int
     limit: int
-    unit: str  # "count" or "bytes"
+    unit: Literal["count", "bytes"]
     source: str
 
     def fails(self) -> Failure | None:
@@ -161,7 +165,7 @@ def _budget_checks(run: Run, current: Baseline, budget: Budget) -> list[Check]:
     return out
 
 
-def _site_flow(current: Baseline, sb: SiteBudget, direction: str) -> Flow:
+def _site_flow(current: Baseline, sb: SiteBudget, direction: Direction) -> Flow:
     out = Flow()
     for key, f in current.flows.items():
         if key.direction == direction and sb.matches(key):
@@ -175,7 +179,7 @@ def evaluate(checks: Sequence[Check]) -> GateResult:
 
 
 # ---------------------------------------------------------------- output
-def render(result: GateResult, fmt: str) -> str:
+def render(result: GateResult, fmt: Literal["text", "github", "json"]) -> str:
     if fmt == "json":
         return json.dumps({
             "passed": result.passed, "checks": result.checks,

@@ -34,12 +34,12 @@ from typing import Any, Sequence
 
 from .. import __version__
 from ..errors import TraceError
-from ..trace.records import Meta, Record, Site
+from ..trace.records import Direction, Meta, Record, Site
 from ..trace.model import Run
 from ..trace.tracefile import read_json_document
 
 TOOL_KEY = "rocprofiler-sdk-tool"
-DIRECTIONS = {"HOST_TO_DEVICE": "h2d", "DEVICE_TO_HOST": "d2h"}
+DIRECTIONS: dict[str, Direction] = {"HOST_TO_DEVICE": "h2d", "DEVICE_TO_HOST": "d2h"}
 #: rocprofiler_memory_copy_operation_t, for files without a strings table
 COPY_OPERATIONS = {1: "HOST_TO_HOST", 2: "HOST_TO_DEVICE", 3: "DEVICE_TO_HOST", 4: "DEVICE_TO_DEVICE"}
 SYNC_CALLS = ("hipDeviceSynchronize", "hipStreamSynchronize", "hipEventSynchronize", "hipCtxSynchronize")

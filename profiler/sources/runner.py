@@ -3,7 +3,7 @@
 The target must not be able to tell that it is profiled: it gets its own
 `sys.argv`, `sys.path[0]` (the script's folder, or the current folder for
 `-m`) and a fresh `__main__` module, and whatever it raises or exits with
-becomes an `Outcome` instead of ending the profiler, so that the trace is
+becomes an `Ending` instead of ending the profiler, so that the trace is
 written in every case and the exit code is passed on. SIGTERM is turned
 into an exception for the same reason (a CI runner that times a job out
 still gets a trace). Everything is restored afterwards.
@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..errors import ProfilerError
+from ..trace.records import Outcome
 
 
 @dataclass(frozen=True)
@@ -62,10 +63,10 @@ class Target:
 
 
 @dataclass(frozen=True)
-class Outcome:
-    """How the target ended: `ok`, `exit` (SystemExit), `exception` or `interrupted`."""
+class Ending:
+    """How the target ended: `outcome` (`ok`, `exit` for SystemExit, `exception`, `interrupted`), its exit code."""
 
-    outcome: str
+    outcome: Outcome
     exit_code: int
     detail: str = ""
 
@@ -84,7 +85,7 @@ def exit_code_of(code: Any) -> int:
     return 1
 
 
-def run_target(target: Target) -> Outcome:
+def run_target(target: Target) -> Ending:
     """Run the target to its end; never raises for anything the target does."""
     with _sys_state(target), _sigterm_as_exception():
         try:
@@ -93,16 +94,16 @@ def run_target(target: Target) -> Outcome:
             else:
                 runpy.run_module(target.name, run_name="__main__", alter_sys=True)
         except SystemExit as exc:
-            return Outcome("exit", exit_code_of(exc.code), f"SystemExit({exc.code!r})")
+            return Ending("exit", exit_code_of(exc.code), f"SystemExit({exc.code!r})")
         except KeyboardInterrupt:
             _print_target_traceback()
-            return Outcome("interrupted", 130, "KeyboardInterrupt")
+            return Ending("interrupted", 130, "KeyboardInterrupt")
         except Terminated:
-            return Outcome("interrupted", 128 + signal.SIGTERM, "SIGTERM")
+            return Ending("interrupted", 128 + signal.SIGTERM, "SIGTERM")
         except BaseException as exc:
             _print_target_traceback()
-            return Outcome("exception", 1, f"{type(exc).__name__}: {exc}")
-    return Outcome("ok", 0)
+            return Ending("exception", 1, f"{type(exc).__name__}: {exc}")
+    return Ending("ok", 0)
 
 
 def _exec_script(path: str) -> None:

@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterator, Sequence, overload
 import numpy as np
 
 from ..errors import TraceError
-from .records import KINDS, Record, Site
+from .records import KINDS, Kind, Record, Site
 
 #: the stand-in for None in the integer columns that may be null
 NULL = np.iinfo(np.int64).min
@@ -73,7 +73,7 @@ class Columns:
     def __len__(self) -> int:
         return int(self.kind.shape[0])
 
-    def kind_mask(self, *kinds: str) -> np.ndarray:
+    def kind_mask(self, *kinds: Kind) -> np.ndarray:
         """Boolean mask of the records of the given kinds."""
         codes = [_KIND_CODES[k] for k in kinds]
         return np.isin(self.kind, codes) if len(codes) > 1 else self.kind == codes[0]

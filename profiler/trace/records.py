@@ -4,8 +4,9 @@ Plain frozen values with no behaviour beyond a few derived figures, so
 that every room of the profiler (sources that make them, the file format,
 analyses, outputs, the TUI) can import them from the bottom of the trace
 room without pulling in anything else. `Site` is offload_core's call-site
-type (`offload_core.sites`, which imports nothing), so that an event's
-site and a record's site are one idea with one name. The `Run` that
+type (`offload_core.sites`) and `Kind` its event kinds (`offload_core.kinds`),
+both modules that import nothing, so that an event and a record speak of
+sites and kinds with one name each. The `Run` that
 holds them is `profiler.trace.model`.
 """
 
@@ -13,8 +14,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, fields
-from typing import Any, Final, Literal, get_args
+from typing import Any, Final, Literal
 
+from offload_core.kinds import COPY_KINDS, KINDS, Direction, Kind
 from offload_core.sites import Site
 
 __all__ = [
@@ -22,12 +24,6 @@ __all__ = [
     "relative_file",
 ]
 
-#: the kinds of event a record can be (offload_core's event kinds)
-Kind = Literal["h2d", "d2h", "alloc", "free", "launch", "sync", "region_enter", "region_exit"]
-KINDS: Final[tuple[Kind, ...]] = get_args(Kind)
-#: the kinds that copy between host and device
-Direction = Literal["h2d", "d2h"]
-COPY_KINDS: Final[tuple[Direction, ...]] = get_args(Direction)
 DIRECTION_NAMES: Final[dict[Direction, str]] = {"h2d": "H2D", "d2h": "D2H"}
 #: how a recorded program ended
 Outcome = Literal["ok", "exit", "exception", "interrupted"]
@@ -123,8 +119,8 @@ class Link:
         for key in ("h2d_pageable_gbps", "d2h_pageable_gbps", "h2d_pinned_gbps", "d2h_pinned_gbps"):
             if data.get(key) is not None and data[key] == 0:
                 raise ValueError(f"'{key}' must be positive")
-        values = {k: (float(v) if isinstance(v, (int, float)) and k not in ("name", "source") else v)
-                  for k, v in data.items()}
+        values: dict[str, Any] = {k: (float(v) if isinstance(v, (int, float)) and k not in ("name", "source") else v)
+                                  for k, v in data.items()}
         return cls(**values)
 
 

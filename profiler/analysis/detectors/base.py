@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from offload_core.catalog import Rule
+from offload_core.catalog import Rule, Severity
 
 from ...trace.model import Run
 from ...trace.records import Link, Record, Site
@@ -39,7 +39,7 @@ class Finding:
 
     code: str
     name: str
-    severity: str
+    severity: Severity
     message: str
     site: Site | None
     count: int

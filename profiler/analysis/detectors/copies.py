@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ...trace.records import DIRECTION_NAMES, Link, Record, Site
+from ...trace.records import DIRECTION_NAMES, Direction, Link, Record, Site
 from ...units import fmt_bytes, parse_size
 from .base import Context, Draft, names
 
@@ -25,15 +25,16 @@ def large_pageable_copy(ctx: Context) -> None:
         return
     min_bytes = parse_size(ctx.option("OFF504", "min_bytes"), "OFF504 min_bytes")
     records = ctx.records
-    groups: dict[tuple[Site | None, str], list[int]] = defaultdict(list)
+    groups: dict[tuple[Site | None, Direction], list[int]] = defaultdict(list)
     for i, r in enumerate(records):
-        if (r.kind == "h2d" or r.kind == "d2h") and not r.pinned and r.nbytes >= min_bytes and not ctx.claimed(i):
-            groups[(r.site, r.kind)].append(i)
+        kind = r.kind
+        if (kind == "h2d" or kind == "d2h") and not r.pinned and r.nbytes >= min_bytes and not ctx.claimed(i):
+            groups[(r.site, kind)].append(i)
     measured = run.meta.link if run.meta.backend != "numpy" else None
     for (site, kind), idxs in groups.items():
         rs = [records[i] for i in idxs]
-        lost = _pinned_gain(rs, measured, actual=True)
-        modelled = _pinned_gain(rs, ctx.link, actual=False)
+        lost = _pinned_gain(rs, kind, measured, actual=True)
+        modelled = _pinned_gain(rs, kind, ctx.link, actual=False)
         pinned_bw = ctx.link.bandwidth_gbps(kind, True) if ctx.link else None
         ctx.add(Draft(
             "OFF504", site, len(idxs), sum(r.nbytes for r in rs),
@@ -44,16 +45,17 @@ def large_pageable_copy(ctx: Context) -> None:
         ))
 
 
-def _pinned_gain(rs: list[Record], link: Link | None, actual: bool) -> int | None:
-    """Time pinned memory would have saved: measured durations (or modelled pageable ones) minus pinned."""
+def _pinned_gain(rs: list[Record], kind: Direction, link: Link | None, actual: bool) -> int | None:
+    """Time pinned memory would have saved the copies `rs` (all of `kind`): measured durations (or modelled
+    pageable ones) minus pinned."""
     if link is None:
         return None
-    if not all(link.bandwidth_gbps(r.kind, True) != link.bandwidth_gbps(r.kind, False) for r in rs):
+    if link.bandwidth_gbps(kind, True) == link.bandwidth_gbps(kind, False):
         return None  # no pinned figure: nothing to compare against
     gain = 0
     for r in rs:
-        pinned = link.copy_ns(r.kind, r.nbytes, True)
-        gain += (r.duration_ns if actual else link.copy_ns(r.kind, r.nbytes, False)) - pinned
+        pinned = link.copy_ns(kind, r.nbytes, True)
+        gain += (r.duration_ns if actual else link.copy_ns(kind, r.nbytes, False)) - pinned
     return max(gain, 0)
 
 
@@ -62,8 +64,8 @@ def many_small_copies(ctx: Context) -> None:
     max_bytes = parse_size(ctx.option("OFF505", "max_bytes"), "OFF505 max_bytes")
     min_run = int(ctx.option("OFF505", "min_run"))
     records = ctx.records
-    runs: dict[tuple[Site | None, str], list[list[int]]] = defaultdict(list)
-    current: dict[tuple[Site | None, str], list[int]] = defaultdict(list)
+    runs: dict[tuple[Site | None, Direction], list[list[int]]] = defaultdict(list)
+    current: dict[tuple[Site | None, Direction], list[int]] = defaultdict(list)
 
     def close() -> None:
         for key, idxs in current.items():
@@ -72,10 +74,11 @@ def many_small_copies(ctx: Context) -> None:
         current.clear()
 
     for i, r in enumerate(records):
-        if r.kind == "launch":
+        kind = r.kind
+        if kind == "launch":
             close()
-        elif (r.kind == "h2d" or r.kind == "d2h") and r.nbytes <= max_bytes and not ctx.claimed(i):
-            current[(r.site, r.kind)].append(i)
+        elif (kind == "h2d" or kind == "d2h") and r.nbytes <= max_bytes and not ctx.claimed(i):
+            current[(r.site, kind)].append(i)
     close()
 
     latency = ctx.link.latency_us * 1e3 if ctx.link is not None else None

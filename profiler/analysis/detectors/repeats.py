@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ...trace.records import DIRECTION_NAMES, Site
+from ...trace.records import DIRECTION_NAMES, Direction, Site
 from ...units import fmt_bytes
 from .base import Context, Draft, line_of, names
 
@@ -42,7 +42,8 @@ def per_launch_transfer(ctx: Context) -> None:
         up = [i for i in idxs if records[i].kind == "h2d"]
         down = [i for i in idxs if records[i].kind == "d2h"]
         wasted = [i for i in up[1:] + down[:-1] if not ctx.claimed(i)]
-        dirs = "+".join(DIRECTION_NAMES[k] for k, part in (("h2d", up), ("d2h", down)) if part)
+        ways: tuple[tuple[Direction, list[int]], ...] = (("h2d", up), ("d2h", down))
+        dirs = "+".join(DIRECTION_NAMES[k] for k, part in ways if part)
         by_site[site].append((f"'{records[idxs[0]].param or '?'}' ({dirs})", idxs, wasted))
 
     for site, parts in by_site.items():

@@ -14,14 +14,16 @@ are decoded here into names.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
+#: where a copy goes; the trace keeps h2d and d2h (`offload_core.kinds.Direction`) and counts the rest
+CopyDirection = Literal["h2d", "d2h", "d2d", "h2h", "p2p", "unknown"]
 #: CUpti_ActivityMemcpyKind -> direction (array copies count as the host or device side they touch)
-COPY_KINDS = {0: "unknown", 1: "h2d", 2: "d2h", 3: "h2d", 4: "d2h", 5: "d2d", 6: "d2d", 7: "d2d", 8: "d2d",
-              9: "h2h", 10: "p2p"}
+CUPTI_COPY_KINDS: dict[int, CopyDirection] = {0: "unknown", 1: "h2d", 2: "d2h", 3: "h2d", 4: "d2h", 5: "d2d", 6: "d2d",
+                                              7: "d2d", 8: "d2d", 9: "h2h", 10: "p2p"}
 #: CUpti_ActivityMemoryKind -> name
-MEMORY_KINDS = {0: "unknown", 1: "pageable", 2: "pinned", 3: "device", 4: "array", 5: "managed",
-                6: "device", 7: "managed"}
+CUPTI_MEMORY_KINDS = {0: "unknown", 1: "pageable", 2: "pinned", 3: "device", 4: "array", 5: "managed",
+                      6: "device", 7: "managed"}
 #: CUpti_ActivitySynchronizationType -> name; a stream waiting on an event blocks no host thread
 SYNC_TYPES = {0: "unknown", 1: "event", 2: "stream_wait_event", 3: "stream", 4: "context"}
 HOST_WAITS = frozenset({"event", "stream", "context"})
@@ -33,7 +35,7 @@ class Copy:
 
     correlation: int
     runtime_correlation: int
-    direction: str  # h2d d2h d2d h2h p2p unknown
+    direction: CopyDirection
     src_kind: str
     dst_kind: str
     nbytes: int
@@ -132,7 +134,7 @@ def _column(rows: Any, name: str, default: int | None = None) -> list[int]:
 
 def copies_from(rows: Any) -> list[Copy]:
     """`Copy`s from a structured array of memcpy records (cupti-python's `activity_memcpy*_dtype`)."""
-    kinds, memory = COPY_KINDS, MEMORY_KINDS
+    kinds, memory = CUPTI_COPY_KINDS, CUPTI_MEMORY_KINDS
     return [Copy(corr, rt, kinds.get(ck, "unknown"), memory.get(sk, "unknown"), memory.get(dk, "unknown"), n, s, e,
                  st, dev)
             for corr, rt, ck, sk, dk, n, s, e, st, dev in zip(
@@ -150,7 +152,7 @@ def peer_copies_from(rows: Any) -> list[Copy]:
 
 
 def memsets_from(rows: Any) -> list[Memset]:
-    return [Memset(corr, n, MEMORY_KINDS.get(mk, "unknown"), s, e, st, dev)
+    return [Memset(corr, n, CUPTI_MEMORY_KINDS.get(mk, "unknown"), s, e, st, dev)
             for corr, n, mk, s, e, st, dev in zip(_column(rows, "correlation_id"), _column(rows, "bytes"),
                                                   _column(rows, "memory_kind", 0), _column(rows, "start"),
                                                   _column(rows, "end"), _column(rows, "stream_id", 0),

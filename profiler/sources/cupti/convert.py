@@ -178,13 +178,16 @@ def convert(capture: Capture, mode: str = "batched",
 
 
 def _copy_record(a: Copy, call: ApiCall | None, site: Site | None, t0: int, mode: str) -> Record:
+    direction = a.direction
+    if direction != "h2d" and direction != "d2h":
+        raise ValueError(f"not a host<->device copy: {direction}")  # the caller passes only those on
     host = None
     fingerprint = None
     if call is not None:
-        host = call.src if a.direction == "h2d" else call.dst
+        host = call.src if direction == "h2d" else call.dst
         if call.count == a.nbytes:
             fingerprint = call.fingerprint
-    return Record(a.direction, a.start - t0, max(a.end - a.start, 0), a.nbytes, a.host_kind == "pinned",
+    return Record(direction, a.start - t0, max(a.end - a.start, 0), a.nbytes, a.host_kind == "pinned",
                   param=f"{a.host_kind} buffer", array=host or None, site=site, mode=mode, fingerprint=fingerprint)
 
 
