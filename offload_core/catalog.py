@@ -48,19 +48,26 @@ def rules_dir() -> Path:
 
 @dataclass(frozen=True)
 class Position:
-    """A 1-based line and column, as the linter prints them."""
+    """A 1-based line and column, as the linter prints them, and the finding's message there if pinned."""
 
     line: int
     column: int
+    message: str | None = None
 
 
 @dataclass(frozen=True)
 class Example:
-    """A snippet that must (invalid) or must not (valid) produce findings."""
+    """A snippet that must (invalid) or must not (valid) produce findings.
+
+    `fixed` (invalid examples of rules with a fix) is the code after every
+    fix offered for the findings is applied, unsafe ones included; where no
+    fix is offered it is the code itself.
+    """
 
     code: str
     expect: tuple[Position, ...] = ()
     options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    fixed: str | None = None
 
 
 @dataclass(frozen=True)
@@ -175,7 +182,7 @@ def _choice(data: Mapping[str, Any], key: str, choices: tuple[_Choice, ...], pat
     raise CatalogError(f"{path}: '{key}' is {value!r}; choose one of {', '.join(choices)}")
 
 
-def _examples(raw: Any, which: str, path: Path) -> tuple[Example, ...]:
+def _examples(raw: Any, which: str, path: Path, fixable: bool) -> tuple[Example, ...]:
     if raw is None:
         return ()
     if not isinstance(raw, list):
@@ -189,17 +196,27 @@ def _examples(raw: Any, which: str, path: Path) -> tuple[Example, ...]:
             raise CatalogError(f"{path}: examples.valid[{n}] cannot expect findings")
         if which == "invalid" and not expect_raw:
             raise CatalogError(f"{path}: examples.invalid[{n}] must expect at least one finding")
+        unknown = sorted(set(item) - {"code", "expect", "options", "fixed"})
+        if unknown:
+            raise CatalogError(f"{path}: examples.{which}[{n}]: unknown key(s) {', '.join(map(str, unknown))}")
         positions = []
         for pos in expect_raw:
             if not (isinstance(pos, dict) and isinstance(pos.get("line"), int) and isinstance(pos.get("column"), int)):
                 raise CatalogError(f"{path}: examples.{which}[{n}].expect entries need integer 'line' and 'column'")
             if pos["line"] < 1 or pos["column"] < 1:
                 raise CatalogError(f"{path}: examples.{which}[{n}]: lines and columns are 1-based")
-            positions.append(Position(pos["line"], pos["column"]))
+            if set(pos) - {"line", "column", "message"} or not isinstance(pos.get("message", ""), str):
+                raise CatalogError(f"{path}: examples.{which}[{n}].expect entries hold 'line', 'column' and a "
+                                   "'message' string")
+            positions.append(Position(pos["line"], pos["column"], pos.get("message")))
         options = item.get("options", {})
         if not isinstance(options, dict):
             raise CatalogError(f"{path}: examples.{which}[{n}].options must be a mapping")
-        out.append(Example(item["code"], tuple(positions), MappingProxyType(dict(options))))
+        fixed = item.get("fixed")
+        if fixed is not None and not (which == "invalid" and fixable and isinstance(fixed, str)):
+            raise CatalogError(f"{path}: examples.{which}[{n}]: 'fixed' is the fixed code (a string) of an invalid "
+                               "example of a static rule with a fix")
+        out.append(Example(item["code"], tuple(positions), MappingProxyType(dict(options)), fixed))
     return tuple(out)
 
 
@@ -235,19 +252,22 @@ def load_rule(path: Path) -> Rule:
     default_enabled = data.get("default_enabled", True)
     if not isinstance(default_enabled, bool):
         raise CatalogError(f"{path}: 'default_enabled' must be true or false")
+    kind = _choice(data, "kind", KINDS, path)
+    fix_safety = _choice(data, "fix_safety", FIX_SAFETIES, path)
+    fixable = kind == "static" and fix_safety != "none"
     return Rule(
         id=rule_id,
         name=name,
-        kind=_choice(data, "kind", KINDS, path),
+        kind=kind,
         severity=_choice(data, "severity", SEVERITIES, path),
         summary=_need(data, "summary", str, path).strip(),
         message=message,
         rationale=_need(data, "rationale", str, path).strip(),
         fix=_need(data, "fix", str, path).strip(),
-        fix_safety=_choice(data, "fix_safety", FIX_SAFETIES, path),
+        fix_safety=fix_safety,
         options=MappingProxyType(dict(options)),
-        invalid=_examples(examples.get("invalid"), "invalid", path),
-        valid=_examples(examples.get("valid"), "valid", path),
+        invalid=_examples(examples.get("invalid"), "invalid", path, fixable),
+        valid=_examples(examples.get("valid"), "valid", path, fixable),
         default_enabled=default_enabled,
         related=tuple(related),
         path=path,
