@@ -142,13 +142,6 @@ class Catalog:
         except KeyError:
             raise KeyError(f"no rule {code!r} in the catalog (known: {', '.join(sorted(self.rules))})") from None
 
-    def of_kind(self, kind: RuleKind) -> tuple[Rule, ...]:
-        return tuple(r for r in self.rules.values() if r.kind == kind)
-
-    @property
-    def api_entries(self) -> tuple[ApiEntry, ...]:
-        return tuple(e for f in self.apis for e in f.entries)
-
 
 def _read_yaml(path: Path) -> Any:
     try:

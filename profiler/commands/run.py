@@ -85,7 +85,7 @@ def _run_here(args: argparse.Namespace, target: Target, output: Path) -> int:
         recorder = CuptiRecorder(fingerprints=args.fingerprints).start()
     else:
         recorder = Recorder(fingerprints=args.fingerprints).start()
-    outcome = Ending("interrupted", 130, "KeyboardInterrupt")
+    outcome = Ending("interrupted", 130)
     try:
         outcome = run_target(target)
     finally:

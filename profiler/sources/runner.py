@@ -68,7 +68,6 @@ class Ending:
 
     outcome: Outcome
     exit_code: int
-    detail: str = ""
 
 
 class Terminated(BaseException):
@@ -94,15 +93,15 @@ def run_target(target: Target) -> Ending:
             else:
                 runpy.run_module(target.name, run_name="__main__", alter_sys=True)
         except SystemExit as exc:
-            return Ending("exit", exit_code_of(exc.code), f"SystemExit({exc.code!r})")
+            return Ending("exit", exit_code_of(exc.code))
         except KeyboardInterrupt:
             _print_target_traceback()
-            return Ending("interrupted", 130, "KeyboardInterrupt")
+            return Ending("interrupted", 130)
         except Terminated:
-            return Ending("interrupted", 128 + signal.SIGTERM, "SIGTERM")
-        except BaseException as exc:
+            return Ending("interrupted", 128 + signal.SIGTERM)
+        except BaseException:
             _print_target_traceback()
-            return Ending("exception", 1, f"{type(exc).__name__}: {exc}")
+            return Ending("exception", 1)
     return Ending("ok", 0)
 
 

@@ -51,7 +51,7 @@ class Run:
 
     def copies(self) -> Iterator[Record]:
         """H2D and D2H records, in order."""
-        return (r for r in self.records if r.kind == "h2d" or r.kind == "d2h")
+        return (r for r in self.records if r.is_copy)
 
     @property
     def sites(self) -> tuple[Site, ...]:

@@ -51,7 +51,7 @@ def test_messages_format_with_their_fields() -> None:
 
 
 def test_api_files_load() -> None:
-    names = {e.call or e.method for e in CATALOG.api_entries if e.library == "offload_core"}
+    names = {e.call or e.method for f in CATALOG.apis for e in f.entries if e.library == "offload_core"}
     assert {"offload_core.offload", "offload_core.region", "update_host", "update_device"} <= names
 
 

@@ -146,32 +146,6 @@ def resolve(apis: Iterable[Api], runtime_ids: Any, driver_ids: Any) -> dict[tupl
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class CopyArgs:
-    """What a copy call's parameter block says: pointers, byte count and direction (None: unknown)."""
-
-    dst: int | None
-    src: int | None
-    count: int | None
-    direction: str | None
-
-    @property
-    def host(self) -> int | None:
-        """The host-side pointer when the direction is known."""
-        if self.direction == "h2d":
-            return self.src
-        if self.direction == "d2h":
-            return self.dst
-        return None
-
-
-def read_copy_args(layout: Layout, params: int) -> CopyArgs:
-    """Decode a copy's parameter block at address `params` (as CUPTI passes it to the callback)."""
-    if not params:
-        return CopyArgs(None, None, None, layout.direction)
-    return CopyArgs(*copy_reader(layout)(params))
-
-
 _READERS: dict[Layout, Callable[[int], tuple[int | None, int | None, int | None, str | None]]] = {}
 
 
