@@ -40,9 +40,9 @@ sys.path.insert(0, str(ROOT))
 
 import offload_core  # noqa: E402
 from offload_core.suite import run_suite  # noqa: E402
-from profiler.trace.link import SHIPPED_DIR, load_link  # noqa: E402
 from profiler.model import Run  # noqa: E402
 from profiler.sources.recorder import Recorder  # noqa: E402
+from profiler.trace.link import SHIPPED_DIR, load_link  # noqa: E402
 
 
 def record(mode: str, reps: int, kernels: list[str]) -> Run:

@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from .sites import Site
 from .residency import byte_bounds
+from .sites import Site
 
 
 @dataclass(frozen=True)

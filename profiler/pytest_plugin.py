@@ -25,9 +25,9 @@ import pytest
 
 if TYPE_CHECKING:
     from .analysis.detectors import Finding
-    from .trace.model import Run
-    from .sources.recorder import Recorder
     from .analysis.summary import Flow, SiteSummary, Totals
+    from .sources.recorder import Recorder
+    from .trace.model import Run
 
 LIMITS = ("h2d", "d2h", "h2d_bytes", "d2h_bytes", "syncs", "launches")
 

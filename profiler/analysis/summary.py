@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..trace.records import KINDS, Kind, Link, Site
 from ..trace.model import Run
+from ..trace.records import KINDS, Kind, Link, Site
 
 if TYPE_CHECKING:
     import numpy as np

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..errors import TraceError
-from ..trace.records import DIRECTION_NAMES, Direction, relative_file
-from ..trace.model import Run
-from ..trace.tracefile import read_json_document, write_atomically
 from ..analysis.summary import Flow, totals
+from ..errors import TraceError
+from ..trace.model import Run
+from ..trace.records import DIRECTION_NAMES, Direction, relative_file
+from ..trace.tracefile import read_json_document, write_atomically
 
 FORMAT = "offload-prof-baseline"
 SCHEMA_VERSION = 1

@@ -27,10 +27,10 @@ from typing import Any
 
 import yaml
 
-from .baseline import TIME_FIELDS, FlowKey
 from ..errors import ProfilerError
 from ..trace.records import COPY_KINDS, Direction
 from ..units import parse_duration, parse_size
+from .baseline import TIME_FIELDS, FlowKey
 
 _TOL = re.compile(r"^\s*(?P<field>[a-z0-9]+)\s*[:=]\s*(?P<tol>.+?)\s*$")
 

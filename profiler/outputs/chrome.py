@@ -17,8 +17,8 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..trace.records import DIRECTION_NAMES, relative_file
 from ..trace.model import Run
+from ..trace.records import DIRECTION_NAMES, relative_file
 from ..trace.tracefile import write_atomically
 
 TRACKS = {"h2d": (1, "H2D copies"), "d2h": (2, "D2H copies"), "launch": (3, "kernels"), "sync": (4, "syncs"),

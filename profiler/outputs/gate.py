@@ -19,13 +19,12 @@ from typing import Literal, Protocol, Sequence
 
 from offload_core.github import annotation
 
+from ..analysis.summary import Flow, totals
+from ..trace.model import Run
+from ..trace.records import DIRECTION_NAMES, Direction
+from ..units import fmt_bytes, fmt_ns
 from .baseline import Baseline, FlowKey
 from .budget import Budget, Limit, SiteBudget, Tolerance
-from ..trace.records import DIRECTION_NAMES, Direction
-from ..trace.model import Run
-from ..analysis.summary import Flow, totals
-from ..units import fmt_bytes, fmt_ns
-
 
 #: why a check failed: more copies (or new ones), fewer (to accept), a budget limit, a time tolerance
 FailureKind = Literal["regression", "improvement", "budget", "time"]

@@ -34,8 +34,8 @@ from typing import Any, Sequence
 
 from .. import __version__
 from ..errors import TraceError
-from ..trace.records import Direction, Meta, Record, Site
 from ..trace.model import Run
+from ..trace.records import Direction, Meta, Record, Site
 from ..trace.tracefile import read_json_document
 
 TOOL_KEY = "rocprofiler-sdk-tool"

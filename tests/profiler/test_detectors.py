@@ -14,8 +14,8 @@ import pytest
 
 from offload_core.catalog import load_catalog
 from profiler.analysis.detectors import ORDER, RULES, detect
-from profiler.trace.link import resolve
 from profiler.analysis.summary import totals
+from profiler.trace.link import resolve
 
 from .kit import record
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from profiler.commands.run import split_run_argv
-from profiler.trace.tracefile import both_paths
 from profiler.model import Run
 from profiler.sources.runner import Target, exit_code_of
+from profiler.trace.tracefile import both_paths
 
 from .kit import PROGRAMS, env, prof, script
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from profiler.model import Link
 from profiler.analysis.summary import Flow, by_kernel, by_site, totals
-from profiler.model import Record, Run
+from profiler.model import Link, Record, Run
 
 from .kit import record
 

@@ -16,8 +16,8 @@ from typing import Any, Callable, Iterable, Mapping
 
 from offload_core.catalog import Catalog, load_catalog
 
-from ...trace.records import Link
 from ...trace.model import Run
+from ...trace.records import Link
 from .base import Context, Finding
 from .copies import large_pageable_copy, many_small_copies
 from .repeats import per_launch_transfer, reupload_unchanged

@@ -10,14 +10,14 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from profiler.analysis.detectors import detect
+from profiler.model import Meta, Run
 from profiler.outputs.baseline import Baseline
 from profiler.outputs.chrome import to_chrome
-from profiler.sources.cupti.convert import convert
-from profiler.analysis.detectors import detect
 from profiler.outputs.gate import checks_for, evaluate
-from profiler.trace.link import resolve
-from profiler.model import Meta, Run
 from profiler.outputs.report import render_report
+from profiler.sources.cupti.convert import convert
+from profiler.trace.link import resolve
 
 from .captures import Builder
 

@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from profiler.sources.cupti.probe import import_cupti
 from profiler.analysis.detectors import detect
 from profiler.model import Record, Run
+from profiler.sources.cupti.probe import import_cupti
 
 from ..kit import prof
 
