@@ -28,6 +28,8 @@ the package is.
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -49,11 +51,10 @@ _HOMES: dict[str, str | None] = {
     "OffloadError": "errors", "UseAfterMoveError": "errors",
     "RawKernel": "kernels", "kernel": "kernels",
     "offload": "launch",
-    "region": "region",
     "get_backend": "settings", "get_mode": "settings", "set_backend": "settings", "set_mode": "settings",
 }
 
-__all__ = sorted(_HOMES)
+__all__ = sorted([*_HOMES, "region"])
 
 
 def __getattr__(name: str) -> Any:
@@ -67,4 +68,27 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_HOMES))
+    return sorted(set(globals()) | set(__all__))
+
+
+class _Package(types.ModuleType):
+    """The package's module type: `region` is both a submodule and the public context manager.
+
+    The import system binds a submodule to its package's attribute when it
+    first loads it (`offload_core.region` the module, as soon as anything
+    imports `offload_core.region`), which must not replace the public name.
+    A data descriptor on the module's type wins over that binding, so the
+    name always answers the context manager, as it did when the package
+    imported it eagerly.
+    """
+
+    @property
+    def region(self) -> Any:
+        return importlib.import_module(".region", __name__).region
+
+    @region.setter
+    def region(self, value: Any) -> None:
+        """The import system binding the submodule: the public name stays the context manager."""
+
+
+sys.modules[__name__].__class__ = _Package
