@@ -16,10 +16,7 @@ rule even when it is off by default (OFF106), `ALL` selects every rule.
 
 from __future__ import annotations
 
-import fnmatch
-import functools
 import os
-import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +24,9 @@ from types import MappingProxyType
 from typing import Any, Iterable, Mapping, Sequence
 
 from offload_core.catalog import Rule
+
+from .contexts import ContextError, ContextMap, parse_contexts
+from .patterns import matches
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -38,7 +38,7 @@ DEFAULT_EXCLUDE = (
     ".ruff_cache", ".offload-lint-cache", "build", "dist", "node_modules", "site-packages", ".eggs", "*.egg-info",
 )
 KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude", "per-file-ignores", "extend-apis",
-        "options", "cache-dir")
+        "options", "cache-dir", "contexts")
 
 
 class ConfigError(ValueError):
@@ -57,6 +57,11 @@ class Config:
     extend_apis: tuple[Path, ...] = ()
     options: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
     cache_dir: Path | None = None
+    contexts: ContextMap = field(default_factory=ContextMap)
+
+    def context_of(self, path: Path) -> str:
+        """library, test, benchmark, example or notebook (see contexts.py)."""
+        return self.contexts.context_of(relative(path, self.root))
 
     def excluded(self, path: Path) -> bool:
         rel = relative(path, self.root)
@@ -76,25 +81,6 @@ def relative(path: Path, root: Path) -> str:
         return path.resolve().relative_to(root.resolve()).as_posix()
     except ValueError:
         return path.as_posix()
-
-
-@functools.lru_cache(maxsize=64)
-def _compiled(patterns: tuple[str, ...]) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
-    """One regex for the component patterns, one for the path patterns (fnmatch semantics)."""
-    parts = [fnmatch.translate(p.rstrip("/")) for p in patterns if "/" not in p.rstrip("/")]
-    paths = [fnmatch.translate(p.rstrip("/")) for p in patterns if "/" in p.rstrip("/")]
-    return (re.compile("|".join(parts)) if parts else None, re.compile("|".join(paths)) if paths else None)
-
-
-def matches(rel: str, patterns: Iterable[str]) -> bool:
-    """A pattern with a slash matches the relative path (or a folder above it); one without, any part of it."""
-    component, path = _compiled(tuple(patterns))
-    parts = rel.split("/")
-    if component is not None and any(component.match(part) for part in parts):
-        return True
-    if path is not None:
-        return any(path.match("/".join(parts[:i])) for i in range(1, len(parts) + 1))
-    return False
 
 
 def find_pyproject(paths: Sequence[Path]) -> Path | None:
@@ -125,7 +111,7 @@ def _strings(value: Any, key: str, where: Path) -> tuple[str, ...]:
 def load_config(path: Path | None, rules: Mapping[str, Rule]) -> Config:
     """Read `[tool.offload-lint]` from `path` (None: defaults, rooted at the current folder)."""
     if path is None:
-        return Config(root=Path.cwd())
+        return Config(root=Path.cwd(), contexts=context_map(None, rules, "defaults"))
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -158,6 +144,7 @@ def load_config(path: Path | None, rules: Mapping[str, Rule]) -> Config:
         extend_apis=tuple(root / p for p in _strings(table.get("extend-apis", []), "extend-apis", path)),
         options=check_options(table.get("options", {}), rules, str(path)),
         cache_dir=(root / str(table["cache-dir"])) if "cache-dir" in table else None,
+        contexts=context_map(table.get("contexts"), rules, str(path)),
     )
     config = _extend(config, exclude=_strings(table.get("extend-exclude", []), "extend-exclude", path))
     for key, codes in (("select", config.select or ()), ("extend-select", config.extend_select), ("ignore", config.ignore)):
@@ -166,6 +153,17 @@ def load_config(path: Path | None, rules: Mapping[str, Rule]) -> Config:
         if not api_file.is_file():
             raise ConfigError(f"{path}: extend-apis file {api_file} not found")
     return config
+
+
+def context_map(raw: Any, rules: Mapping[str, Rule], where: str) -> ContextMap:
+    """The contexts table with its rule codes expanded (prefixes included) against the catalog."""
+    try:
+        patterns, ignores = parse_contexts(raw, where)
+    except ContextError as exc:
+        raise ConfigError(str(exc)) from None
+    expanded = {name: frozenset(expand(codes, rules, f"{where}: contexts.{name}.ignore"))
+                for name, codes in ignores.items()}
+    return ContextMap(MappingProxyType(patterns), MappingProxyType(expanded))
 
 
 def _extend(config: Config, exclude: tuple[str, ...]) -> Config:

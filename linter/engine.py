@@ -9,7 +9,9 @@ This is the unit of work a worker process runs and the cache stores, so it
 takes plain inputs (bytes, names, the run's settings) and returns a
 FileResult. Nothing a file contains can make it raise: undecodable bytes
 become OFF902, a parse failure OFF901, and an exception inside a check (a
-bug of ours) becomes the result's `error`, which the CLI reports and turns
+bug of ours, a RecursionError included: CPython's parser has already
+accepted the file, so the fault is the linter's, not the code's) becomes
+the result's `error`, which the CLI reports with the file's path and turns
 into exit code 2 without losing the other files' findings.
 """
 
@@ -98,9 +100,7 @@ def lint_text(
         for fn in checks_for(settings.enabled):
             fn(ctx)
         exports = sem.exports()
-    except RecursionError:
-        return FileResult(path, diagnostic(settings, "OFF901", 1, 1, "nested too deeply for the linter to analyse"))
-    except Exception as exc:  # a bug in a check: report it, keep the run going
+    except Exception as exc:  # a bug in a check (a RecursionError too): the tool's fault, never OFF901
         where = traceback.extract_tb(exc.__traceback__)[-1]
         return FileResult(path, error=f"{type(exc).__name__}: {exc} (at {where.filename}:{where.lineno})")
     findings = suppressions.apply(ctx.findings, text.splitlines()) if ctx.findings else []

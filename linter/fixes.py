@@ -149,7 +149,14 @@ def device_create_fix(
         if api.library == "jax":
             return None, f"jax.numpy.{creator}(...)"
         if api.library == "numba":
-            return None, "numba.cuda.device_array(...) and a fill kernel on the device"
+            # np.empty(shape, dtype) and cuda.device_array(shape, dtype) take the same arguments
+            target = "device_array" if creator == "empty" else "device_array_like"
+            if isinstance(func, cst.Attribute) and len(call.args) == 1 and call.args[0].keyword is None:
+                new = inner.with_changes(func=cst.Attribute(value=func.value, attr=cst.Name(target)))
+                start, end = ctx.span(call)
+                title = f"Create with {ctx.code(func.value)}.{target}"
+                return ctx.fix(title, "safe", [Edit(start, end, ctx.code(new))]), f"{ctx.code(func.value)}.{target}(...)"
+            return None, f"numba.cuda.{target}(...)"
         return None, f"{namespace or api.library}.{creator}(...)"
     # torch: a host factory followed by .cuda() / .to(device)
     if any(a.keyword is not None and a.keyword.value == "device" for a in inner.args):

@@ -23,7 +23,7 @@ from typing import Any
 
 import libcst as cst
 
-from .model import CallSite, Event, Loop, ModuleIndex, Scope, WithItem, _dotted, root_name  # noqa: F401
+from .model import CallSite, Event, Loop, ModuleIndex, Scope, Unpack, WithItem, _dotted, root_name  # noqa: F401
 
 
 class Indexer(cst.CSTVisitor):
@@ -38,6 +38,7 @@ class Indexer(cst.CSTVisitor):
         self.withs: list[WithItem] = []
         self.stmts: list[cst.CSTNode] = []
         self.small: cst.CSTNode | None = None
+        self.conds: list[tuple[cst.BaseExpression, bool]] = []
         self.callsite_of = self.idx.callsite_of
 
     # -- plumbing -----------------------------------------------------------------
@@ -56,11 +57,11 @@ class Indexer(cst.CSTVisitor):
         self._emit("bind", name, node, (how, value))
 
     def _in_new_scope(self, scope: Scope, body: list[cst.CSTNode]) -> None:
-        saved = (self.scope, self.loops, self.withs, self.stmts, self.small)
-        self.scope, self.loops, self.withs, self.stmts, self.small = scope, [], [], [], None
+        saved = (self.scope, self.loops, self.withs, self.stmts, self.small, self.conds)
+        self.scope, self.loops, self.withs, self.stmts, self.small, self.conds = scope, [], [], [], None, []
         for child in body:
             child.visit(self)
-        self.scope, self.loops, self.withs, self.stmts, self.small = saved
+        self.scope, self.loops, self.withs, self.stmts, self.small, self.conds = saved
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if isinstance(node, (cst.BaseCompoundStatement, cst.SimpleStatementLine)):
@@ -77,12 +78,26 @@ class Indexer(cst.CSTVisitor):
         elif isinstance(original_node, cst.BaseSmallStatement):
             self.small = None
 
-    def _store_target(self, target: cst.CSTNode, how: str, value: cst.CSTNode | None) -> None:
+    def _store_target(self, target: cst.CSTNode, how: str, value: Any, path: tuple[int, ...] = ()) -> None:
+        """Bind a target; the elements of a tuple target get Unpack values (see model.Unpack).
+
+        `value` is the assigned expression, or for a loop target (how "for")
+        the iterable; `path` is the position inside nested tuple targets.
+        """
         if isinstance(target, cst.Name):
+            if how == "for":
+                value = Unpack(value, path, True) if isinstance(value, cst.BaseExpression) else None
+            elif path and how == "=":
+                how, value = "unpack", Unpack(value, path, False) if isinstance(value, cst.BaseExpression) else None
             self._bind(target.value, target, how, value)
         elif isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                self._store_target(element.value, how, None)
+            starred = any(isinstance(e, cst.StarredElement) for e in target.elements)
+            for k, element in enumerate(target.elements):
+                inner = element.value
+                if starred or isinstance(inner, cst.StarredElement):
+                    self._store_target(inner, "other" if how in ("=", "for") else how, None)
+                else:
+                    self._store_target(inner, how, value, (*path, k))
         elif isinstance(target, cst.StarredElement):
             self._store_target(target.value, how, None)
         elif isinstance(target, (cst.Subscript, cst.Attribute)):
@@ -100,7 +115,8 @@ class Indexer(cst.CSTVisitor):
             target.visit(self)
 
     def _loop_start(self, node: cst.CSTNode, kind: str) -> Loop:
-        loop = Loop(node, kind, self.scope, self.loops[-1] if self.loops else None, len(self.withs), len(self.stmts))
+        loop = Loop(node, kind, self.scope, self.loops[-1] if self.loops else None, len(self.withs), len(self.stmts),
+                    len(self.conds))
         loop.start = len(self.scope.events)
         self._emit("loop", "", node, loop)
         self.loops.append(loop)
@@ -212,7 +228,7 @@ class Indexer(cst.CSTVisitor):
             arg.value.visit(self)
             arg_ranges.append((s, len(events)))
         site = CallSite(
-            node, self.scope, tuple(self.loops), tuple(self.withs), tuple(self.stmts), self.small,
+            node, self.scope, tuple(self.loops), tuple(self.withs), tuple(self.stmts), tuple(self.conds), self.small,
             func_range, tuple(arg_ranges),
         )
         site.index = len(events)
@@ -228,7 +244,7 @@ class Indexer(cst.CSTVisitor):
     def visit_For(self, node: cst.For) -> bool:
         node.iter.visit(self)
         loop = self._loop_start(node, "for")
-        self._store_target(node.target, "for", None)
+        self._store_target(node.target, "for", node.iter)
         node.body.visit(self)
         self._loop_end(loop)
         if node.orelse is not None:
@@ -248,7 +264,7 @@ class Indexer(cst.CSTVisitor):
         if first:
             for_in.iter.visit(self)  # the outermost iterable runs once, outside the loop
         loop = self._loop_start(for_in, "comp")
-        self._store_target(for_in.target, "for", None)
+        self._store_target(for_in.target, "for", for_in.iter)
         for cond in for_in.ifs:
             cond.test.visit(self)
         if for_in.inner_for_in is not None:
@@ -273,6 +289,33 @@ class Indexer(cst.CSTVisitor):
 
     def visit_DictComp(self, node: cst.DictComp) -> bool:
         self._comprehension(node.for_in, [node.key, node.value], True)
+        return False
+
+    # -- branches and returns -------------------------------------------------------------
+
+    def visit_If(self, node: cst.If) -> bool:
+        node.test.visit(self)
+        self.conds.append((node.test, True))
+        node.body.visit(self)
+        self.conds[-1] = (node.test, False)
+        if node.orelse is not None:
+            node.orelse.visit(self)
+        self.conds.pop()
+        return False
+
+    def visit_IfExp(self, node: cst.IfExp) -> bool:
+        node.test.visit(self)
+        self.conds.append((node.test, True))
+        node.body.visit(self)
+        self.conds[-1] = (node.test, False)
+        node.orelse.visit(self)
+        self.conds.pop()
+        return False
+
+    def visit_Return(self, node: cst.Return) -> bool:
+        if node.value is not None:
+            node.value.visit(self)
+            self.scope.returns.append(node.value)
         return False
 
     # -- with, try, match -------------------------------------------------------------

@@ -8,21 +8,30 @@ function outside the known libraries. What a call changes itself does not
 make it variant (`d.set(h)` writes `d`, but writing the same `h` again
 writes the same data).
 
+Random draws are never invariant (`cp.random.rand(n)` returns new numbers
+each call, so hoisting it changes what the program computes), and neither
+is anything in a loop that switches the current device
+(`cupy.cuda.Device(i).use()`, `torch.cuda.set_device(i)` with `i` changing):
+the same call then targets another device each time.
+
+The module also answers the questions the sync rules ask of a loop: is a
+condition loop-invariant (an opt-in flag), is a branch taken only on the
+iterations where a changing value equals a constant (`if step % 100 == 0`,
+`if name == "fc"`: not every iteration), and does a loop nest other loops
+(a sync once per epoch is paid once per thousand steps).
+
 A mixin of `Semantics`, which supplies `classify`, `qualify`, `launch`,
-`is_offload` and `array_root`.
+`is_offload`, `array_root` and `site_of`; the stubs below say so.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 import libcst as cst
 
-from .index import CallSite, Loop
-from .signatures import WRITES
-
-if TYPE_CHECKING:
-    from .semantics import Semantics
+from .model import CallSite, Loop
+from .signatures import WRITES, KernelParam, KernelSig
 
 PURE_MODULES = frozenset({"numpy", "cupy", "cupyx", "torch", "jax", "math", "builtins", "numba", "operator"})
 MUTATING_FUNCS = frozenset(
@@ -39,18 +48,52 @@ PURE_METHODS = frozenset(
 )
 
 
+RANDOM_PREFIXES = ("numpy.random.", "cupy.random.", "cupyx.random.", "random.", "torch.rand", "torch.randn",
+                   "torch.randint", "torch.randperm", "torch.normal", "torch.bernoulli", "torch.multinomial",
+                   "torch.poisson", "torch.distributions.", "numba.cuda.random.")
+DEVICE_SWITCHES = frozenset({"torch.cuda.set_device", "cupy.cuda.runtime.setDevice", "numba.cuda.select_device",
+                             "jax.default_device"})
+
+
+def is_random(qualname: str | None) -> bool:
+    """A draw from a random generator: a new value on every call."""
+    return qualname is not None and qualname.startswith(RANDOM_PREFIXES)
+
+
 class LoopFacts:
     _mutated: dict[int, set[str]]
     _changed: dict[int, frozenset[str]]
 
-    def mutated_by(self: Semantics, site: CallSite) -> set[str]:
+    # -- supplied by Semantics ----------------------------------------------------------
+
+    def classify(self, call: cst.Call, scope: Any) -> Any:
+        raise NotImplementedError
+
+    def qualify(self, expr: cst.BaseExpression) -> str | None:
+        raise NotImplementedError
+
+    def is_offload(self, site: CallSite) -> bool:
+        raise NotImplementedError
+
+    def launch(self, site: CallSite) -> tuple[KernelSig | None, list[tuple[KernelParam | None, cst.Arg]]]:
+        raise NotImplementedError
+
+    def array_root(self, expr: cst.BaseExpression, scope: Any, depth: int = 0) -> str | None:
+        raise NotImplementedError
+
+    def site_of(self, node: cst.CSTNode) -> CallSite | None:
+        raise NotImplementedError
+
+    # -- what a loop changes -------------------------------------------------------------
+
+    def mutated_by(self, site: CallSite) -> set[str]:
         """Names of arrays (or other objects) a call may change in place."""
         key = id(site)
         if key not in self._mutated:
             self._mutated[key] = self._mutated_by(site)
         return self._mutated[key]
 
-    def _mutated_by(self: Semantics, site: CallSite) -> set[str]:
+    def _mutated_by(self, site: CallSite) -> set[str]:
         call, scope = site.node, site.scope
         out: set[str] = set()
         for arg in call.args:
@@ -94,36 +137,99 @@ class LoopFacts:
                 out.add(root)
         return out
 
-    def rebound_or_stored(self: Semantics, loop: Loop) -> frozenset[str]:
+    def rebound_or_stored(self, loop: Loop) -> frozenset[str]:
         key = -id(loop)
         if key not in self._changed:
             events = loop.scope.events[loop.start:loop.end]
             self._changed[key] = frozenset(e.name for e in events if e.kind in ("bind", "store", "aug", "del"))
         return self._changed[key]
 
-    def rebound(self: Semantics, loop: Loop) -> frozenset[str]:
+    def rebound(self, loop: Loop) -> frozenset[str]:
         return frozenset(e.name for e in loop.scope.events[loop.start:loop.end] if e.kind in ("bind", "del"))
 
-    def pure_call(self: Semantics, site: CallSite) -> bool:
+    def pure_call(self, site: CallSite) -> bool:
         """A call inside a copied expression that returns the same data for the same inputs."""
+        qualname = self.qualify(site.node.func)
+        if is_random(qualname):
+            return False
         if self.classify(site.node, site.scope) is not None:
             return True
-        qualname = self.qualify(site.node.func)
         if qualname is not None:
             return qualname.split(".")[0] in PURE_MODULES and qualname not in MUTATING_FUNCS
         func = site.node.func
         return isinstance(func, cst.Attribute) and func.attr.value in PURE_METHODS
 
-    def invariant_in(self: Semantics, site: CallSite, loop: Loop) -> bool:
+    def changed_in(self, loop: Loop, but: CallSite | None = None) -> set[str]:
+        """Names the loop rebinds, stores into, or hands to a call that may change them (except `but`'s)."""
+        changed = set(self.rebound_or_stored(loop))
+        for other in loop.calls:
+            if other is not but:
+                changed |= self.mutated_by(other)
+        return changed
+
+    def switches_device(self, loop: Loop) -> bool:
+        """Does the loop make another device current on some iteration (`Device(i).use()`, `set_device(i)`)?"""
+        changed = self.changed_in(loop)
+        for site in loop.calls:
+            func = site.node.func
+            qualname = self.qualify(func)
+            target: cst.BaseExpression | None = None
+            if qualname in DEVICE_SWITCHES and site.node.args:
+                target = site.node.args[0].value
+            elif isinstance(func, cst.Attribute) and func.attr.value == "use" and isinstance(func.value, cst.Call):
+                if (self.qualify(func.value.func) or "").endswith("cuda.Device") and func.value.args:
+                    target = func.value.args[0].value
+            if target is not None and not self.expression_invariant(target, loop, changed):
+                return True
+        return False
+
+    def expression_invariant(self, expr: cst.BaseExpression, loop: Loop, changed: set[str] | None = None) -> bool:
+        """`expr` reads nothing the loop changes and calls nothing that may answer differently."""
+        changed = self.changed_in(loop) if changed is None else changed
+        for node in walk(expr):
+            if isinstance(node, cst.Name) and node.value in changed:
+                return False
+            if isinstance(node, cst.Call):
+                site = self.site_of(node)
+                if site is None or not self.pure_call(site):
+                    return False
+            if isinstance(node, (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.NamedExpr)):
+                return False
+        return True
+
+    def rare_branch(self, site: CallSite, loop: Loop) -> bool:
+        """The call runs only on iterations where a changing value equals a constant.
+
+        `if step % log_every == 0:`, `if name == "Dense_1":`, `x if a.size != 0
+        else cp.asarray([0])` (the else of a `!=`): a branch like that is taken
+        once or every N iterations, so what it does is not a per-iteration cost.
+        """
+        changed = self.changed_in(loop)
+        for test, taken in site.conds[loop.cond_depth:]:
+            for comparison in _equalities(test, taken):
+                sides = [comparison.left, *(c.comparator for c in comparison.comparisons)]
+                if not all(self.expression_invariant(side, loop, changed) for side in sides):
+                    return True
+        return False
+
+    def guarded_by_flag(self, site: CallSite, loop: Loop) -> bool:
+        """The call sits under an `if` whose test does not change in the loop: an opt-in (`if args.sync:`)."""
+        changed = self.changed_in(loop)
+        return any(self.expression_invariant(test, loop, changed) for test, _ in site.conds[loop.cond_depth:])
+
+    def nests_loops(self, loop: Loop, loops: list[Loop]) -> bool:
+        """Does another loop of the same scope run inside this one (an epoch loop around a step loop)?"""
+        return any(other.parent is loop and other.kind != "comp" for other in loops)
+
+    def invariant_in(self, site: CallSite, loop: Loop) -> bool:
         """Nothing the call reads (receiver, arguments, enclosing device/stream contexts) changes in `loop`.
 
         What the call itself changes does not count: `d.set(h)` writes `d`, but
         doing it again with the same `h` writes the same data.
         """
-        changed = set(self.rebound_or_stored(loop))
-        for other in loop.calls:
-            if other is not site:
-                changed |= self.mutated_by(other)
+        if self.switches_device(loop):
+            return False
+        changed = self.changed_in(loop, but=site)
         events = site.scope.events
         ranges = [site.func_range, *site.arg_ranges]
         ranges += [(w.start, w.end) for w in site.withs[loop.with_depth:]]
@@ -136,3 +242,37 @@ class LoopFacts:
                 if event.kind == "call" and not self.pure_call(event.extra):
                     return False
         return True
+
+
+def walk(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """Every node under `node`, the root first (iterative: expressions can be deep)."""
+    out: list[cst.CSTNode] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        out.append(current)
+        stack.extend(reversed(current.children))
+    return out
+
+
+def _equalities(test: cst.BaseExpression, taken: bool) -> list[cst.Comparison]:
+    """Comparisons with a constant that must hold as equalities for the branch to run.
+
+    `==`/`is`/`in` on the taken side, `!=`/`is not`/`not in` on the else side,
+    through `and` (taken side) or `or` (else side) and `not`.
+    """
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test, taken = test.expression, not taken
+    if isinstance(test, cst.BooleanOperation):
+        joins = isinstance(test.operator, cst.And) if taken else isinstance(test.operator, cst.Or)
+        return _equalities(test.left, taken) + _equalities(test.right, taken) if joins else []
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        op = test.comparisons[0].operator
+        equal = isinstance(op, (cst.Equal, cst.Is, cst.In))
+        unequal = isinstance(op, (cst.NotEqual, cst.IsNot, cst.NotIn))
+        comparator = test.comparisons[0].comparator
+        constant = isinstance(comparator, (cst.Integer, cst.Float, cst.SimpleString)) or (
+            isinstance(comparator, cst.Name) and comparator.value in ("None", "True", "False"))
+        if constant and ((taken and equal) or (not taken and unequal)):
+            return [test]
+    return []

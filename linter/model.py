@@ -22,6 +22,23 @@ class Event(NamedTuple):
     extra: Any = None
 
 
+@dataclass(frozen=True, eq=False)
+class Unpack:
+    """The value a name gets from tuple unpacking or as a loop target.
+
+    `a, b = f()` binds `a` to Unpack(f(), (0,), False); `for i, (x, y) in
+    enumerate(zip(xs, ys))` binds `x` to Unpack(enumerate(...), (1, 0), True):
+    iterate the source, then index the element. The device-value analysis
+    follows it through zip, enumerate, tuple literals, local functions that
+    return tuples, and device arrays (whose rows and elements stay on the
+    device).
+    """
+
+    source: cst.BaseExpression
+    index: tuple[int, ...]
+    iterate: bool
+
+
 @dataclass(eq=False)
 class Scope:
     kind: str  # module | function | lambda | class
@@ -29,11 +46,13 @@ class Scope:
     parent: Scope | None
     name: str
     events: list[Event] = field(default_factory=list)
-    # name -> (how, value): how is "=", "aug", "for", "with", "param", "import", "def", "other"
-    assigns: dict[str, list[tuple[str, cst.CSTNode | None]]] = field(default_factory=dict)
+    # name -> (how, value): how is "=", "aug", "for", "unpack", "with", "param", "import", "def", "other";
+    # the value of "for" and "unpack" is an Unpack record
+    assigns: dict[str, list[tuple[str, Any]]] = field(default_factory=dict)
     params: dict[str, cst.Param] = field(default_factory=dict)
+    returns: list[cst.BaseExpression] = field(default_factory=list)  # `return X` values (functions only)
 
-    def bind(self, name: str, how: str, value: cst.CSTNode | None) -> None:
+    def bind(self, name: str, how: str, value: Any) -> None:
         self.assigns.setdefault(name, []).append((how, value))
 
 
@@ -45,6 +64,7 @@ class Loop:
     parent: Loop | None
     with_depth: int  # `with` items of the scope already open when the loop began
     stmt_depth: int  # statements of the scope open when the loop began (the loop included)
+    cond_depth: int = 0  # enclosing if/IfExp tests of the scope when the loop began
     start: int = 0  # index of its "loop" event
     end: int = 0  # index of its "endloop" event
     calls: list[CallSite] = field(default_factory=list)
@@ -67,6 +87,7 @@ class CallSite:
     loops: tuple[Loop, ...]  # innermost last, this scope only
     withs: tuple[WithItem, ...]
     stmts: tuple[cst.CSTNode, ...]  # open statements of this scope, innermost last
+    conds: tuple[tuple[cst.BaseExpression, bool], ...]  # enclosing if/elif/IfExp tests and the branch taken
     small: cst.CSTNode | None  # the small statement holding the call
     func_range: tuple[int, int]
     arg_ranges: tuple[tuple[int, int], ...]

@@ -28,7 +28,7 @@ def emit(session: Session, run: RunResult) -> int:
     if args.statistics:
         report = reporters.statistics(items, rules, unsafe, as_json_list=args.format == "json")
     elif args.format == "json":
-        report = reporters.as_json(items, rules, unsafe)
+        report = reporters.as_json(items, rules, unsafe, {path: session.context_of(path) for path, _ in items})
     elif args.format == "sarif":
         sources = {path: job.text for path, job in run.jobs.items()}
         report = reporters.sarif(items, rules, __version__, sources)

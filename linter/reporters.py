@@ -51,7 +51,8 @@ def summary(items: Sequence[Item], unsafe: bool) -> str:
     return text
 
 
-def as_json(items: Sequence[Item], rules: Mapping[str, Rule], unsafe: bool) -> str:
+def as_json(items: Sequence[Item], rules: Mapping[str, Rule], unsafe: bool,
+            contexts: Mapping[str, str] | None = None) -> str:
     out = []
     for path, f in items:
         out.append({
@@ -67,6 +68,7 @@ def as_json(items: Sequence[Item], rules: Mapping[str, Rule], unsafe: bool) -> s
             "fixable": f.fixable(unsafe),
             "fix": None if f.fix is None else {"title": f.fix.title, "safety": f.fix.safety},
             "suppressed": f.suppressed,
+            "context": (contexts or {}).get(path, "library"),
         })
     return json.dumps(out, indent=2) + "\n"
 

@@ -25,12 +25,13 @@ import libcst as cst
 from .apis import Api, ApiIndex
 from .index import CallSite, ModuleIndex, Scope
 from .loops import LoopFacts
+from .values import DeviceValues
 from .kernels import KernelIndex, KernelParam, KernelSig, signature_of_def, signature_of_rawkernel
 
 BUILTINS = frozenset(dir(builtins))
 OFFLOAD_NAMES = frozenset({"offload", "region", "kernel", "RawKernel", "In", "Out", "InOut", "Owned"})
 VIEW_METHODS = frozenset({"reshape", "view", "ravel", "transpose", "swapaxes", "squeeze", "diagonal", "T", "detach"})
-VIEW_ATTRS = frozenset({"T", "mT", "H", "real", "imag", "flat"})
+ALIAS_ATTRS = frozenset({"T", "mT", "H", "real", "imag", "flat", "data"})  # same memory
 DEVICE_NAME = re.compile(r"(?:^|_)(?:device|dev|gpu|cuda)s?$", re.I)
 
 
@@ -59,7 +60,7 @@ def _arg(call: cst.Call, position: int | None, keyword: str | None) -> cst.BaseE
     return None
 
 
-class Semantics(LoopFacts):
+class Semantics(LoopFacts, DeviceValues):
     """Answers for one file; create one per lint."""
 
     def __init__(self, idx: ModuleIndex, apis: ApiIndex, foreign: KernelIndex) -> None:
@@ -70,8 +71,12 @@ class Semantics(LoopFacts):
         libs |= {apis.modules[m.split(".")[0]] for m in idx.star_imports if m.split(".")[0] in apis.modules}
         self.libraries = frozenset(libs)
         self.needs: dict[str, str | None] = {}
-        self._device: dict[int, dict[str, str]] = {}
+        self._taints: dict[int, dict[str, str]] = {}
         self._computing: set[int] = set()
+        self._returns: dict[int, str | None] = {}
+        self._param_cache: dict[tuple[int, str], str | None] = {}
+        self._defs: dict[int, Scope] | None = None
+        self._calls_by_name: dict[str, list[CallSite]] | None = None
         self._classified: dict[int, Classified | None] = {}
         self._changed: dict[int, frozenset[str]] = {}
         self._mutated: dict[int, set[str]] = {}
@@ -109,16 +114,29 @@ class Semantics(LoopFacts):
                 s = s.parent
         return []
 
-    def site(self, node: cst.CSTNode | None) -> CallSite | None:
+    def site_of(self, node: cst.CSTNode | None) -> CallSite | None:
         return self.idx.callsite_of.get(id(node)) if node is not None else None
 
     # -- API calls ----------------------------------------------------------------------
 
     def classify(self, call: cst.Call, scope: Scope) -> Classified | None:
+        """The catalog's view of one call, memoised.
+
+        Classifying a copy asks whether its argument is already on the device,
+        which may ask about this very call again (`x = cp.asarray(x)`); the
+        memo holds None while the call is being classified, so the inner
+        question gets "not known to be a copy" instead of recursing forever.
+        """
         key = id(call)
-        if key not in self._classified:
-            self._classified[key] = self._classify(call, scope)
-        return self._classified[key]
+        if key in self._classified:
+            return self._classified[key]
+        self._classified[key] = None
+        result = self._classify(call, scope)
+        if self._computing:
+            del self._classified[key]  # device values are half known: answer, but do not remember
+        else:
+            self._classified[key] = result
+        return result
 
     def _classify(self, call: cst.Call, scope: Scope) -> Classified | None:
         qualname = self.qualify(call.func)
@@ -144,7 +162,7 @@ class Semantics(LoopFacts):
                 return Classified(api, "alloc" if where == "device" else "host-alloc", None)
             if where != "device":
                 return None
-        if kind == "h2d" and data is not None and self.surely_device(data, scope):
+        if kind == "h2d" and data is not None and self.device_at(data, self.site_of(call)):
             return None  # already on the device: no copy
         return Classified(api, kind, data)
 
@@ -165,7 +183,7 @@ class Semantics(LoopFacts):
             if where == "cpu":
                 kind = "d2h"
         data = _arg(call, api.arg, None) if api.arg is not None else receiver
-        if kind == "h2d" and api.arg is None and self.surely_device(receiver, scope):
+        if kind == "h2d" and api.arg is None and self.device_at(receiver, self.site_of(call)):
             return None
         return Classified(api, kind, data)
 
@@ -219,76 +237,30 @@ class Semantics(LoopFacts):
             return False
         return any(isinstance(v, cst.Call) and self.is_region(v) for _, v in self.assignments(expr.value, scope))
 
-    # -- device values ----------------------------------------------------------------
+    # -- local functions (for the device-value analysis) ---------------------------------------
 
-    def device_lib(self, expr: cst.BaseExpression, scope: Scope, depth: int = 0) -> str | None:
-        if depth > 20:
+    def local_function(self, name: str, scope: Scope) -> Scope | None:
+        """The scope of the function `name` refers to from `scope`, when this file defines it (once)."""
+        defs = [v for how, v in self.assignments(name, scope) if how == "def"]
+        if len(defs) != 1 or not isinstance(defs[0], cst.FunctionDef):
             return None
-        if isinstance(expr, cst.Name):
-            return self._device_names(self._owner(expr.value, scope)).get(expr.value)
-        if isinstance(expr, cst.Call):
-            use = self.classify(expr, scope)
-            if use is not None:
-                if use.kind in ("h2d", "alloc") and use.api.result_on_device:
-                    return use.api.library
-                return None
-            if isinstance(expr.func, cst.Attribute) and self.qualify(expr.func) is None:
-                return self.device_lib(expr.func.value, scope, depth + 1)
-            return None
-        if isinstance(expr, cst.BinaryOperation):
-            return self.device_lib(expr.left, scope, depth + 1) or self.device_lib(expr.right, scope, depth + 1)
-        if isinstance(expr, cst.UnaryOperation):
-            return self.device_lib(expr.expression, scope, depth + 1)
-        if isinstance(expr, cst.Subscript):
-            return self.device_lib(expr.value, scope, depth + 1)
-        if isinstance(expr, cst.Attribute) and expr.attr.value in VIEW_ATTRS:
-            return self.device_lib(expr.value, scope, depth + 1)
-        if isinstance(expr, cst.IfExp):
-            return self.device_lib(expr.body, scope, depth + 1) or self.device_lib(expr.orelse, scope, depth + 1)
-        return None
+        return self._function_scopes().get(id(defs[0]))
 
-    def surely_device(self, expr: cst.BaseExpression, scope: Scope) -> bool:
-        """Every binding of the name is a device value (`x = x.cuda()` for a parameter `x` is not)."""
-        if not isinstance(expr, cst.Name):
-            return self.device_lib(expr, scope) is not None
-        values = self.assignments(expr.value, scope)
-        assigned = [v for how, v in values if how != "aug"]
-        return bool(assigned) and len(assigned) == sum(1 for how, _ in values if how == "=") and all(
-            isinstance(v, cst.BaseExpression) and self.device_lib(v, scope) is not None for v in assigned
-        )
+    def _function_scopes(self) -> dict[int, Scope]:
+        if self._defs is None:
+            self._defs = {id(node): scope for node, scope in self.idx.functions}
+        return self._defs
 
-    def _owner(self, name: str, scope: Scope) -> Scope:
-        s: Scope | None = scope
-        while s is not None:
-            if name in s.assigns:
-                return s
-            s = s.parent
-        return scope
-
-    def _device_names(self, scope: Scope) -> dict[str, str]:
-        key = id(scope)
-        if key in self._device:
-            return self._device[key]
-        if key in self._computing:
-            return {}
-        self._computing.add(key)
-        found: dict[str, str] = {}
-        self._device[key] = found  # partial results serve recursive lookups
-        for _ in range(4):
-            before = len(found)
-            for name, values in scope.assigns.items():
-                if name in found:
-                    continue
-                for how, value in values:
-                    if how in ("=", "aug") and isinstance(value, cst.BaseExpression):
-                        lib = self.device_lib(value, scope)
-                        if lib is not None:
-                            found[name] = lib
-                            break
-            if len(found) == before:
-                break
-        self._computing.discard(key)
-        return found
+    def calls_of(self, function: Scope) -> list[CallSite]:
+        """The calls in this file that call `function` by its plain name."""
+        if self._calls_by_name is None:
+            by_name: dict[str, list[CallSite]] = {}
+            for site in self.idx.calls:
+                if isinstance(site.node.func, cst.Name):
+                    by_name.setdefault(site.node.func.value, []).append(site)
+            self._calls_by_name = by_name
+        return [site for site in self._calls_by_name.get(function.name, ())
+                if self.local_function(function.name, site.scope) is function]
 
     def is_host_array(self, name: str, scope: Scope) -> bool:
         for how, value in self.assignments(name, scope):
@@ -315,7 +287,7 @@ class Semantics(LoopFacts):
             return expr.value
         if isinstance(expr, cst.Subscript):
             return self.array_root(expr.value, scope, depth + 1)
-        if isinstance(expr, cst.Attribute) and expr.attr.value in VIEW_ATTRS:
+        if isinstance(expr, cst.Attribute) and expr.attr.value in ALIAS_ATTRS:
             return self.array_root(expr.value, scope, depth + 1)
         if isinstance(expr, cst.Call):
             func = expr.func

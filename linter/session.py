@@ -56,8 +56,13 @@ class Session:
     def errors(self, run: RunResult) -> list[FileResult]:
         return [r for r in run.results if r.error is not None]
 
+    def context_of(self, path: str) -> str:
+        return self.config.context_of(Path(path))
+
     def visible(self, result: FileResult) -> list[Finding]:
+        """The findings a user sees: minus per-file ignores and the rules the file's context silences."""
         ignored = self.config.ignored_for(Path(result.path)) if self.config.per_file_ignores else frozenset()
+        ignored = ignored | self.config.contexts.silenced(self.context_of(result.path))
         return [
             f for f in result.findings
             if f.code not in ignored and (self.args.show_suppressed or not f.suppressed)

@@ -50,7 +50,7 @@ def round_trip(ctx: FileContext) -> None:
             kind, name = event.kind, event.name
             if kind == "bind":
                 how, value = event.extra
-                site = sem.site(value) if how == "=" else None
+                site = sem.site_of(value) if how == "=" else None
                 use = sem.classify(site.node, site.scope) if site is not None else None
                 if use is not None and use.kind == "d2h":
                     origin[name] = (ctx.line(site.node), use.api.display)

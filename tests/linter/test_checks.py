@@ -44,7 +44,9 @@ CASES = [
      [("OFF101", 5, 9)]),
     ("import cupy as cp\ndef f(x, n):\n    while n:\n        d = cp.asarray(load(x))\n        n -= 1\n", T, [("OFF106", 4, 13)]),
     # --- comprehensions are loops; a function defined in a loop is not in it
-    ("import cupy as cp\ndef f(x, n):\n    return [cp.asarray(x) for _ in range(n)]\n", T, [("OFF101", 3, 13)]),
+    # a comprehension collecting copies builds n distinct arrays: hoisting would alias them (OFF106, not OFF101)
+    ("import cupy as cp\ndef f(x, n):\n    return [cp.asarray(x) for _ in range(n)]\n", T, [("OFF106", 3, 13)]),
+    ("import cupy as cp\ndef f(x, n):\n    return [cp.asarray(x).sum() for _ in range(n)]\n", T, [("OFF101", 3, 13)]),
     ("import cupy as cp\ndef f(xs):\n    return [cp.asarray(c) for c in xs]\n", T, [("OFF106", 3, 13)]),
     ("import cupy as cp\ndef f(x, n):\n    for i in range(n):\n        def g():\n            return cp.asarray(x)\n", T, []),
     ("import cupy as cp\ndef f(x, n):\n    for i in range(n):\n        g = lambda: cp.asarray(x)\n", T, []),
@@ -61,7 +63,10 @@ CASES = [
     # --- OFF104
     ("import cupy as cp\nfor i in range(3):\n    cp.cuda.Stream.null.synchronize()\n    cp.cuda.Device(0).synchronize()\n",
      ["OFF104"], [("OFF104", 3, 5), ("OFF104", 4, 5)]),
-    ("import cupy as cp\nd = cp.ones(3)\nfor i in range(3):\n    v = d[i].item()\n    w = int(d[i])\n", ["OFF104"],
+    # d[i] with a changing i reads the array element by element: OFF302, not OFF104
+    ("import cupy as cp\nd = cp.ones(3)\nfor i in range(3):\n    v = d[i].item()\n    w = int(d[i])\n", ["OFF104", "OFF302"],
+     [("OFF302", 4, 9), ("OFF302", 5, 9)]),
+    ("import cupy as cp\nd = cp.ones(3)\nfor i in range(3):\n    v = d[0].item()\n    w = int(d[1])\n", ["OFF104", "OFF302"],
      [("OFF104", 4, 9), ("OFF104", 5, 9)]),
     ("import cupy as cp\nd = cp.ones(3)\nv = float(d.sum())\n", ["OFF104"], []),
     # --- OFF105

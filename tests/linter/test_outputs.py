@@ -1,7 +1,7 @@
 """Every output format of offload-lint against a snapshot: text, JSON, SARIF, GitHub, statistics and the fix diff.
 
 The input is a small project written here: a loop that copies loop-invariant
-data (OFF101, an unsafe hoisting fix) and syncs every iteration (OFF104), a
+data (OFF101, an unsafe hoisting fix) and reads a metric every iteration (OFF301), a
 host-built array uploaded (OFF105, a safe fix), the same silenced with
 `noqa`, and one array passed as a kernel's InOut and In (OFF201, an
 error). The real command runs in a

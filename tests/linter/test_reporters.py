@@ -22,9 +22,9 @@ def validate(log: object) -> None:
 CODE = """\
 import cupy as cp
 import numpy as np
-
+x = np.arange(4.0)
 for i in range(3):
-    d = cp.asarray(np.zeros(4))
+    d = cp.asarray(np.zeros(4)) + cp.asarray(x)
 e = cp.asarray(np.ones(4))  # noqa: OFF105
 """
 
@@ -46,11 +46,11 @@ def test_sarif_validates_against_the_official_schema() -> None:
     assert "OFF101" in rule_ids and "OFF902" in rule_ids
     results = run["results"]
     assert [(r["ruleId"], r["locations"][0]["physicalLocation"]["region"]["startLine"]) for r in results] == [
-        ("OFF101", 5), ("OFF105", 5), ("OFF105", 6)
+        ("OFF105", 5), ("OFF101", 5), ("OFF105", 6)
     ]
     assert all(rule_ids[r["ruleIndex"]] == r["ruleId"] for r in results)
     assert results[2]["suppressions"] == [{"kind": "inSource"}]
-    fix = results[1]["fixes"][0]["artifactChanges"][0]["replacements"][0]
+    fix = results[0]["fixes"][0]["artifactChanges"][0]["replacements"][0]
     start = fix["deletedRegion"]["charOffset"]
     assert CODE[start:start + fix["deletedRegion"]["charLength"]] == "cp.asarray(np.zeros(4))"
     assert fix["insertedContent"]["text"] == "cp.zeros(4)"

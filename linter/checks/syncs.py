@@ -1,0 +1,201 @@
+"""Synchronisation in loops: OFF104 (avoidable sync per iteration), OFF301 (sync for a metric),
+OFF302 (a device array read element by element).
+
+Every sync in a loop is one of two things. A **wait** (`torch.cuda.synchronize()`,
+`stream.synchronize()`, `x.block_until_ready()`) returns nothing; a **read**
+(`.item()`, `.tolist()`, `float(d)`) brings a value to the host. Measured on
+public code (docs/linter.md), most waits in loops are deliberate: they time
+something (the loop reads a clock or an event's elapsed time), they are an
+opt-in (`if args.sync_step:`, a test that does not change in the loop), or
+they wait for a different device's or chunk's work on each iteration. Those
+are left alone; the rest are OFF104.
+
+A read is judged by where its value comes from and what it is for:
+
+- an element of a device array iterated by the loop (`for v in d: int(v)`,
+  `[t.item() for t in d]`, `d[i]` with a changing `i`): OFF302, one sync
+  per element where one `.tolist()` before the loop does;
+- a value that does not change in the loop: OFF104, read it once before;
+- a value computed in the loop that is only summed, recorded or printed:
+  OFF301, accumulate on the device and read it once per log interval;
+- a value computed in the loop that decides control flow or a shape: the
+  host needs it now, nothing is reported (option `control-flow` of OFF104
+  reports it with advice to test every N iterations).
+
+A read on a branch taken only when a changing value equals a constant
+(`if step % log_every == 0`) is not per iteration, and neither is one in a
+loop that runs other loops (once per epoch); both are left alone.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..context import FileContext
+from ..model import CallSite, Loop, Unpack
+from ..uses import UseFinder
+from . import check
+
+TIMERS = frozenset({
+    "time.time", "time.perf_counter", "time.monotonic", "time.process_time", "time.perf_counter_ns", "time.time_ns",
+    "time.monotonic_ns", "timeit.default_timer", "cupy.cuda.get_elapsed_time", "cupyx.profiler.benchmark",
+})
+TIMER_METHODS = frozenset({"elapsed_time", "get_elapsed_time", "elapsed", "tic", "toc"})
+READ_METHODS = frozenset({"item", "tolist"})
+
+
+@check("OFF104", "OFF301", "OFF302")
+def syncs(ctx: FileContext) -> None:
+    sem = ctx.sem
+    conversions = frozenset(ctx.options("OFF104").get("conversions", ()))
+    for site in ctx.index.calls:
+        loop = site.loop
+        if loop is None:
+            continue
+        read = _read(ctx, site, conversions)
+        if read is not None:
+            _judge_read(ctx, site, loop, *read)
+            continue
+        use = sem.classify(site.node, site.scope)
+        if use is not None and use.kind == "sync" and ctx.enabled("OFF104") and _avoidable_wait(ctx, site, loop):
+            ctx.report("OFF104", site.node, api=use.api.display, loop_line=ctx.line(loop.node),
+                       advice="synchronise once after the loop, where the host needs the results")
+
+
+def _read(ctx: FileContext, site: CallSite, conversions: frozenset[str]) -> tuple[str, cst.BaseExpression] | None:
+    """(what to call it, the device value read) for `.item()`/`.tolist()` or `float()` of a device value."""
+    sem = ctx.sem
+    call = site.node
+    use = sem.classify(call, site.scope)
+    if use is not None:
+        if use.kind == "sync" and use.api.method in READ_METHODS and isinstance(call.func, cst.Attribute):
+            return use.api.display, call.func.value
+        return None
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value in READ_METHODS and not call.args:
+        lib = sem.array_lib(call.func.value, site.scope)  # a tensor that may be on the device: `t.item()`
+        return (f"{lib} .{call.func.attr.value}()", call.func.value) if lib is not None else None
+    qualname = sem.qualify(call.func)
+    if qualname is None or not qualname.startswith("builtins."):
+        return None
+    name = qualname.split(".", 1)[1]
+    if name not in conversions or len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
+        return None
+    value = call.args[0].value
+    lib = sem.array_lib(value, site.scope)
+    if lib is None:
+        return None
+    if isinstance(value, cst.Call) and _read(ctx, sem.site_of(value) or site, conversions) is not None:
+        return None  # float(x.item()): the inner read is the sync
+    return f"{name}() of a {lib} array", value
+
+
+def _judge_read(ctx: FileContext, site: CallSite, loop: Loop, api: str, value: cst.BaseExpression) -> None:
+    sem = ctx.sem
+    if sem.rare_branch(site, loop):
+        return
+    element = _element_source(ctx, site, loop, value)
+    if element is not None:
+        if ctx.enabled("OFF302"):
+            ctx.report("OFF302", site.node, api=api, loop_line=ctx.line(loop.node), array=element)
+        return
+    if sem.device_lib(value, site.scope) is None and sem.array_lib(value, site.scope) is not None:
+        return  # a tensor that may be on the host: only element-wise reads are worth saying
+    if sem.nests_loops(loop, ctx.index.loops):
+        return  # once per outer iteration (an epoch), around inner loops that do the work
+    if sem.invariant_in(site, loop):
+        if ctx.enabled("OFF104"):
+            ctx.report("OFF104", site.node, api=api, loop_line=ctx.line(loop.node),
+                       advice="nothing it reads changes in the loop, so hoist the read out of the loop")
+        return
+    statement = site.small or (site.stmts[-1] if site.stmts else None)
+    if statement is None:
+        return
+    purpose = UseFinder(loop.node, sem.qualify).of_read(statement, site.node)
+    if purpose == "metric" and ctx.enabled("OFF301"):
+        ctx.report("OFF301", site.node, api=api, loop_line=ctx.line(loop.node))
+    elif purpose == "control" and ctx.enabled("OFF104") and ctx.options("OFF104").get("control-flow", False):
+        ctx.report("OFF104", site.node, api=api, loop_line=ctx.line(loop.node),
+                   advice="the value steers the loop; if that can wait, test it every N iterations")
+
+
+def _element_source(ctx: FileContext, site: CallSite, loop: Loop, value: cst.BaseExpression) -> str | None:
+    """The device array `value` is one element of, when the loop walks that array (else None)."""
+    sem = ctx.sem
+    node = value
+    while True:
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and not node.args:
+            node = node.func.value  # h.item(), h.squeeze()
+        elif isinstance(node, cst.Attribute) and node.attr.value in ("data", "T"):
+            node = node.value
+        else:
+            break
+    if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name):
+        array = node.value
+        changed = sem.changed_in(loop)
+        index_changes = not all(sem.expression_invariant(e.slice, loop, changed) for e in node.slice)
+        if index_changes and array.value not in changed and sem.array_lib(array, site.scope) is not None:
+            return array.value
+        return None
+    if not isinstance(node, cst.Name):
+        return None
+    for how, bound in sem.assignments(node.value, site.scope):
+        if how != "for" or not isinstance(bound, Unpack) or not _iterates(loop, bound.source):
+            continue
+        source = _iterated_array(ctx, site, bound)
+        if source is not None:
+            return source
+    return None
+
+
+def _iterates(loop: Loop, source: cst.BaseExpression) -> bool:
+    node = loop.node
+    if isinstance(node, cst.For):
+        return node.iter is source
+    if isinstance(node, cst.CompFor):
+        return node.iter is source
+    return False
+
+
+def _iterated_array(ctx: FileContext, site: CallSite, bound: Unpack) -> str | None:
+    sem = ctx.sem
+    source = bound.source
+    index = list(bound.index)
+    if isinstance(source, cst.Call) and isinstance(source.func, cst.Name) and sem.qualify(source.func) in (
+            "builtins.zip", "builtins.enumerate"):
+        args = [a.value for a in source.args if a.keyword is None and not a.star]
+        if source.func.value == "zip" and index and index[0] < len(args):
+            source = args[index[0]]
+        elif source.func.value == "enumerate" and index and index[0] == 1 and args:
+            source = args[0]
+        else:
+            return None
+    if sem.array_lib(source, site.scope) is None:
+        return None
+    return ctx.code(source)
+
+
+def _avoidable_wait(ctx: FileContext, site: CallSite, loop: Loop) -> bool:
+    """A wait that nothing in the loop needs: not for timing, not opted into, not per device or chunk."""
+    sem = ctx.sem
+    if sem.rare_branch(site, loop) or sem.guarded_by_flag(site, loop) or sem.nests_loops(loop, ctx.index.loops):
+        return False
+    if _measures_time(ctx, loop):
+        return False
+    func = site.node.func
+    if isinstance(func, cst.Attribute) and sem.qualify(func) is None:
+        if not sem.expression_invariant(func.value, loop):
+            return False  # chunk.ready.synchronize(): a different event or stream each iteration
+    return True
+
+
+def _measures_time(ctx: FileContext, loop: Loop) -> bool:
+    """Does the loop read a clock or an event's elapsed time? Then its waits exist to measure."""
+    sem = ctx.sem
+    for other in loop.calls:
+        func = other.node.func
+        if sem.qualify(func) in TIMERS:
+            return True
+        if isinstance(func, cst.Attribute) and func.attr.value in TIMER_METHODS:
+            return True
+    return False
+

@@ -1,0 +1,144 @@
+"""What the host does with a value it read from the device: the question behind the sync rules' advice.
+
+`loss.item()` in a training loop costs a sync every step. Whether that is
+worth reporting, and what to say, depends on what the value is for:
+
+- **control**: it decides a branch, a loop bound, a shape or an index
+  (`if err.item() < tol`, `range(int(n))`, `cp.eye(int(k))`). The host
+  needs it now; "accumulate on the device" would be wrong advice.
+- **metric**: it is only summed, appended, recorded or printed (`total +=
+  loss.item()`, `meter.update(acc.item())`, `print(loss.item())`). The
+  host could add it up on the device and read it once per log interval.
+- **other**: anything else (a call we do not know, a return value).
+
+The answer comes from the value's place in its statement and, when it is
+assigned to a name, from every later use of that name in the loop body.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import libcst as cst
+
+from .loops import walk
+
+Use = Literal["control", "metric", "other"]
+# Methods that record a value: meters, lists, loggers, progress bars, summary writers.
+RECORDING_METHODS = frozenset({
+    "update", "append", "extend", "add", "add_scalar", "add_scalars", "log", "log_metrics", "log_dict", "info",
+    "debug", "warning", "warn", "write", "set_postfix", "set_description", "record", "put", "push", "insert",
+    "appendleft", "observe", "set", "setdefault", "add_text",
+})
+RECORDING_FUNCTIONS = frozenset({"builtins.print", "logging.info", "logging.debug", "logging.warning", "builtins.str",
+                                 "builtins.format", "builtins.repr", "builtins.round"})
+CONTROL_FUNCTIONS = frozenset({"builtins.range", "builtins.slice"})
+
+
+def path_to(root: cst.CSTNode, target: cst.CSTNode) -> list[cst.CSTNode] | None:
+    """The nodes from `root` down to `target` (both included), or None when `target` is not under `root`."""
+    stack: list[tuple[cst.CSTNode, list[cst.CSTNode]]] = [(root, [root])]
+    while stack:
+        node, path = stack.pop()
+        if node is target:
+            return path
+        for child in node.children:
+            stack.append((child, path + [child]))
+    return None
+
+
+class UseFinder:
+    """Classifies uses of values read inside one loop; `qualify` resolves names as the file imports them."""
+
+    def __init__(self, loop_node: cst.CSTNode, qualify) -> None:  # type: ignore[no-untyped-def]
+        self.loop_node = loop_node
+        self.qualify = qualify
+
+    def of_read(self, statement: cst.CSTNode, read: cst.CSTNode, depth: int = 0) -> Use:
+        """The use of the value `read` (a call or expression) inside `statement` (its small statement)."""
+        path = path_to(statement, read)
+        if path is None:
+            return "other"
+        return self._classify(path, depth)
+
+    def _classify(self, path: list[cst.CSTNode], depth: int) -> Use:
+        # Walk up from the read: the first ancestor that says what the value is for decides.
+        for i in range(len(path) - 2, -1, -1):
+            node, child = path[i], path[i + 1]
+            if isinstance(node, (cst.If, cst.While)) and child is node.test:
+                return "control"
+            if isinstance(node, cst.IfExp) and child is node.test:
+                return "control"
+            if isinstance(node, cst.Assert):
+                return "other"
+            if isinstance(node, cst.SubscriptElement) or isinstance(node, cst.Slice):
+                return "control"
+            if isinstance(node, cst.Comparison):
+                continue
+            if isinstance(node, cst.Call):
+                if child is node.func:
+                    continue  # `x.item()` as the receiver of a method: keep going up
+                qualname = self.qualify(node.func)
+                if qualname in CONTROL_FUNCTIONS:
+                    return "control"
+                if qualname in RECORDING_FUNCTIONS:
+                    if qualname in ("builtins.print",):
+                        return "metric"
+                    continue
+                if isinstance(node.func, cst.Attribute):
+                    name = node.func.attr.value
+                    if name in RECORDING_METHODS or name.startswith(("log", "print")):
+                        return "metric"
+                    if name == "format":
+                        continue
+                if isinstance(node.func, cst.Name) and node.func.value.startswith(("log", "print")):
+                    return "metric"
+                return "other"
+            if isinstance(node, cst.AugAssign):
+                return "metric" if child is node.value else "other"
+            if isinstance(node, (cst.Assign, cst.AnnAssign)):
+                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+                if all(isinstance(t, cst.Subscript) for t in targets):
+                    return "metric"  # stats["loss"] = loss.item()
+                names = [t.value for t in targets if isinstance(t, cst.Name)]
+                if len(names) == len(targets) and names and depth < 2:
+                    return self._of_names(names, node, depth + 1)
+                return "other"
+            if isinstance(node, (cst.Return, cst.Yield)):
+                return "other"
+        return "other"
+
+    def _of_names(self, names: list[str], assignment: cst.CSTNode, depth: int) -> Use:
+        """Every later use of the names in the loop body decides; no use at all is "other"."""
+        uses: list[Use] = []
+        for statement, name in self._loads(names, assignment):
+            uses.append(self.of_read(statement, name, depth))
+        if not uses:
+            return "other"
+        if "control" in uses:
+            return "control"
+        return "metric" if all(u == "metric" for u in uses) else "other"
+
+    def _loads(self, names: list[str], assignment: cst.CSTNode) -> list[tuple[cst.CSTNode, cst.Name]]:
+        out: list[tuple[cst.CSTNode, cst.Name]] = []
+        body = self.loop_node.body if isinstance(self.loop_node, (cst.For, cst.While)) else None
+        if body is None:
+            return out
+        for statement in walk(body):
+            if not isinstance(statement, (cst.BaseSmallStatement, cst.If, cst.While)):
+                continue
+            if statement is assignment:
+                continue
+            scan = statement.test if isinstance(statement, (cst.If, cst.While)) else statement
+            for node in walk(scan):
+                if isinstance(node, cst.Name) and node.value in names and not _is_target(statement, node):
+                    out.append((statement, node))
+        return out
+
+
+def _is_target(statement: cst.CSTNode, name: cst.Name) -> bool:
+    if isinstance(statement, cst.Assign):
+        return any(t.target is name for t in statement.targets)
+    if isinstance(statement, (cst.AnnAssign, cst.AugAssign)):
+        return statement.target is name
+    return False

@@ -1,0 +1,367 @@
+"""Which expressions are device arrays: a small taint analysis per scope, across the functions of a file.
+
+A name is a device value of library L when an assignment gives it the
+result of an L copy or allocation, an operation on an L device value, a
+method of one, or a call that takes one. The last rule is what real
+training code needs: `loss = criterion(model(x), y)` after `x =
+x.to(device)` is a device tensor although nothing tells the linter what
+`criterion` is (PyTorch functions and modules return tensors on the device
+of their inputs). Inside one file the analysis also follows
+
+- tuple unpacking and loop targets (`loss, out = step(x)`, `for h, w in
+  zip(hs, ws)`: an element of a device array is on the device),
+- the functions the file defines: a call of a local function is a device
+  value when one of its `return` values is, and a parameter is one when
+  every call of the function in the file passes one,
+- annotations: `x: cp.ndarray` is on the device; `x: torch.Tensor` is a
+  tensor that may be on either side ("maybe", written `torch?`).
+
+"Maybe" values serve only the rules whose fix is right wherever the tensor
+lives (reading a tensor element by element is slow on the CPU too); every
+rule that claims a host<->device copy asks `device_lib`, which answers for
+certain device values only. Known host results stay host: `x.shape`,
+`x.size(0)`, `len(x)`, `x.item()`, `x.get()`, NumPy functions.
+
+A mixin of `Semantics`, which supplies `classify`, `qualify`,
+`assignments` and the index; the stubs below say what it relies on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import libcst as cst
+
+from .model import CallSite, ModuleIndex, Scope, Unpack
+
+MAYBE = "?"
+VIEW_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag", "flat", "data", "grad"})
+HOST_METHODS = frozenset({
+    "size", "dim", "ndimension", "numel", "nelement", "element_size", "data_ptr", "stride", "get_device",
+    "is_contiguous", "is_floating_point", "is_complex", "type", "storage_offset", "__len__", "nbytes",
+    "item", "tolist", "get", "numpy", "cpu", "copy_to_host", "__array__", "block_until_ready", "keys", "items",
+})
+ANNOTATIONS = {
+    "cupy.ndarray": "cupy", "cupy._core.core.ndarray": "cupy",
+    "torch.Tensor": "torch" + MAYBE, "torch.FloatTensor": "torch" + MAYBE, "torch.LongTensor": "torch" + MAYBE,
+    "jax.Array": "jax", "jax.numpy.ndarray": "jax", "jax.numpy.DeviceArray": "jax",
+    "numba.cuda.cudadrv.devicearray.DeviceNDArray": "numba",
+}
+# Functions of these modules return host values whatever they are given.
+HOST_MODULES = frozenset({"builtins", "numpy", "math", "time", "os", "sys", "logging", "json", "random", "itertools",
+                          "functools", "operator", "collections", "re", "string", "pathlib", "warnings", "copy",
+                          "pickle", "typing", "dataclasses", "inspect", "argparse"})
+
+
+def strip(lib: str | None) -> str | None:
+    return lib.rstrip(MAYBE) if lib else None
+
+
+def _stronger(a: str | None, b: str | None) -> str | None:
+    """The more certain of two taints: a device library beats a maybe, a maybe beats nothing."""
+    if a is None:
+        return b
+    if b is None or not a.endswith(MAYBE):
+        return a
+    return b if not b.endswith(MAYBE) else a
+
+
+class DeviceValues:
+    idx: ModuleIndex
+    libraries: frozenset[str]
+    _taints: dict[int, dict[str, str]]
+    _computing: set[int]
+    _returns: dict[int, str | None]
+    _param_cache: dict[tuple[int, str], str | None]
+
+    # -- supplied by Semantics ----------------------------------------------------------
+
+    def classify(self, call: cst.Call, scope: Scope) -> Any:
+        raise NotImplementedError
+
+    def qualify(self, expr: cst.BaseExpression) -> str | None:
+        raise NotImplementedError
+
+    def assignments(self, name: str, scope: Scope) -> list[tuple[str, Any]]:
+        raise NotImplementedError
+
+    def local_function(self, name: str, scope: Scope) -> Scope | None:
+        raise NotImplementedError
+
+    def calls_of(self, function: Scope) -> list[CallSite]:
+        raise NotImplementedError
+
+    # -- the questions checks ask ---------------------------------------------------------
+
+    def device_lib(self, expr: cst.BaseExpression, scope: Scope) -> str | None:
+        """The library of a value surely on the device, else None."""
+        lib = self.taint(expr, scope)
+        return lib if lib is not None and not lib.endswith(MAYBE) else None
+
+    def array_lib(self, expr: cst.BaseExpression, scope: Scope) -> str | None:
+        """The library of a value that is a GPU library's array, on the device or maybe on it."""
+        return strip(self.taint(expr, scope))
+
+    def surely_device(self, expr: cst.BaseExpression, scope: Scope) -> bool:
+        """Every binding of the name is a device value (`x = x.cuda()` for a parameter `x` is not)."""
+        if not isinstance(expr, cst.Name):
+            return self.device_lib(expr, scope) is not None
+        values = self.assignments(expr.value, scope)
+        assigned = [v for how, v in values if how != "aug"]
+        return bool(assigned) and len(assigned) == sum(1 for how, _ in values if how == "=") and all(
+            isinstance(v, cst.BaseExpression) and self.device_lib(v, scope) is not None for v in assigned
+        )
+
+    def device_at(self, expr: cst.BaseExpression, site: CallSite | None) -> bool:
+        """Is `expr` surely on the device where `site` runs? Names are judged by the bindings that reach it.
+
+        `rsq = r * r; rsq = cp.asarray(rsq)` and then `cp.asarray(rsq)` in a
+        loop: the flow-insensitive answer (some binding is a host value) would
+        call the loop's `asarray` a copy; the last binding before the call,
+        and any binding later in an enclosing loop (reaching around the back
+        edge), are what the call sees.
+        """
+        if site is None:
+            return False
+        if self.surely_device(expr, site.scope):
+            return True
+        if not isinstance(expr, cst.Name) or expr.value not in site.scope.assigns:
+            return False
+        events = site.scope.events
+        name = expr.value
+        before = [e for e in events[:site.index] if e.kind == "bind" and e.name == name]
+        if not before:
+            return False
+        reaching = [before[-1]]
+        if site.loops:
+            outer = site.loops[0]
+            reaching += [e for e in events[site.index:outer.end] if e.kind == "bind" and e.name == name]
+        for event in reaching:
+            how, value = event.extra
+            if how != "=" or not isinstance(value, cst.BaseExpression) or self.device_lib(value, site.scope) is None:
+                return False
+        return True
+
+    # -- the analysis ----------------------------------------------------------------------
+
+    def taint(self, expr: cst.BaseExpression, scope: Scope, depth: int = 0) -> str | None:
+        if depth > 24:
+            return None
+        if isinstance(expr, cst.Name):
+            return self._names(self._owner(expr.value, scope)).get(expr.value)
+        if isinstance(expr, cst.Call):
+            return self._call_taint(expr, scope, depth)
+        if isinstance(expr, (cst.BinaryOperation, cst.BooleanOperation)):
+            return _stronger(self.taint(expr.left, scope, depth + 1), self.taint(expr.right, scope, depth + 1))
+        if isinstance(expr, cst.Comparison):
+            out = self.taint(expr.left, scope, depth + 1)
+            for target in expr.comparisons:
+                if not isinstance(target.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)):
+                    out = _stronger(out, self.taint(target.comparator, scope, depth + 1))
+            return out
+        if isinstance(expr, cst.UnaryOperation):
+            return None if isinstance(expr.operator, cst.Not) else self.taint(expr.expression, scope, depth + 1)
+        if isinstance(expr, cst.Subscript):
+            return self.taint(expr.value, scope, depth + 1)
+        if isinstance(expr, cst.Attribute):
+            return self.taint(expr.value, scope, depth + 1) if expr.attr.value in VIEW_ATTRS else None
+        if isinstance(expr, cst.IfExp):
+            return _stronger(self.taint(expr.body, scope, depth + 1), self.taint(expr.orelse, scope, depth + 1))
+        return None
+
+    def _call_taint(self, call: cst.Call, scope: Scope, depth: int) -> str | None:
+        use = self.classify(call, scope)
+        if use is not None:
+            if use.kind in ("h2d", "alloc") and use.api.result_on_device:
+                return use.api.library
+            return None
+        func = call.func
+        qualname = self.qualify(func)
+        if qualname is not None:
+            head = qualname.split(".")[0]
+            if head in HOST_MODULES:
+                return None
+            return self._args_taint(call, scope, depth)
+        if isinstance(func, cst.Name):
+            local = self.local_function(func.value, scope)
+            if local is not None:
+                return self._return_taint(local)
+        if isinstance(func, cst.Attribute):
+            receiver = self.taint(func.value, scope, depth + 1)
+            if receiver is not None:
+                return None if func.attr.value in HOST_METHODS else receiver
+            return self._args_taint(call, scope, depth)
+        callee = self.taint(func, scope, depth + 1) if isinstance(func, cst.Subscript) else None
+        return callee or self._args_taint(call, scope, depth)
+
+    def _args_taint(self, call: cst.Call, scope: Scope, depth: int) -> str | None:
+        """A function or module we do not know, applied to a device value, returns one (certain taints only)."""
+        if not self.libraries:
+            return None
+        for arg in call.args:
+            lib = self.taint(arg.value, scope, depth + 1)
+            if lib is not None and not lib.endswith(MAYBE):
+                return lib
+        if isinstance(call.func, cst.Name):
+            lib = self.taint(call.func, scope, depth + 1)  # calling a model that was moved to the device
+            if lib is not None and not lib.endswith(MAYBE):
+                return lib
+        return None
+
+    def _owner(self, name: str, scope: Scope) -> Scope:
+        s: Scope | None = scope
+        while s is not None:
+            if name in s.assigns:
+                return s
+            s = s.parent
+        return scope
+
+    def _names(self, scope: Scope) -> dict[str, str]:
+        key = id(scope)
+        if key in self._taints:
+            return self._taints[key]
+        found: dict[str, str] = {}
+        self._taints[key] = found  # partial results serve recursive lookups
+        self._computing.add(key)
+        for _ in range(4):
+            before = dict(found)
+            for name, values in scope.assigns.items():
+                best = found.get(name)
+                if best is not None and not best.endswith(MAYBE):
+                    continue
+                for how, value in values:
+                    lib = self._binding_taint(name, how, value, scope)
+                    best = _stronger(best, lib)
+                    if best is not None and not best.endswith(MAYBE):
+                        break
+                if best is not None:
+                    found[name] = best
+            if found == before:
+                break
+        self._computing.discard(key)
+        return found
+
+    def _binding_taint(self, name: str, how: str, value: Any, scope: Scope) -> str | None:
+        if how in ("=", "aug") and isinstance(value, cst.BaseExpression):
+            return self.taint(value, scope)
+        if how in ("for", "unpack") and isinstance(value, Unpack):
+            return self._unpack_taint(value, scope)
+        if how == "param" and isinstance(value, cst.Param):
+            return self._param_taint(name, value, scope)
+        return None
+
+    def _unpack_taint(self, unpack: Unpack, scope: Scope, depth: int = 0) -> str | None:
+        source: cst.BaseExpression = unpack.source
+        index = list(unpack.index)
+        if unpack.iterate:
+            if isinstance(source, cst.Call) and isinstance(source.func, cst.Name) and source.func.value in (
+                    "zip", "enumerate", "reversed", "sorted", "list", "tuple") and self.qualify(source.func) in (
+                    f"builtins.{source.func.value}",):
+                kind = source.func.value
+                args = [a.value for a in source.args if a.keyword is None and not a.star]
+                if kind == "zip":
+                    if not index or index[0] >= len(args):
+                        return None
+                    return self._element(args[index[0]], index[1:], scope, depth)
+                if kind == "enumerate":
+                    if not index or index[0] != 1 or not args:
+                        return None
+                    return self._element(args[0], index[1:], scope, depth)
+                if args and kind in ("reversed", "sorted", "list", "tuple"):
+                    return self._element(args[0], index, scope, depth)
+                return None
+            return self._element(source, index, scope, depth)
+        if isinstance(source, (cst.Tuple, cst.List)) and index:
+            elements = [e.value for e in source.elements]
+            if index[0] < len(elements) and not any(isinstance(e, cst.StarredElement) for e in source.elements):
+                inner = elements[index[0]]
+                return self._unpack_taint(Unpack(inner, tuple(index[1:]), False), scope, depth + 1) if index[1:] \
+                    else self.taint(inner, scope)
+            return None
+        if isinstance(source, cst.Call) and isinstance(source.func, cst.Name) and index:
+            local = self.local_function(source.func.value, scope)
+            if local is not None:
+                return self._return_element(local, tuple(index))
+        return self.taint(source, scope)
+
+    def _element(self, iterable: cst.BaseExpression, index: list[int], scope: Scope, depth: int) -> str | None:
+        """An element of iterating `iterable` (then indexed): a device array's rows and items are device values."""
+        if depth > 6:
+            return None
+        if isinstance(iterable, (cst.Tuple, cst.List)):
+            found = None
+            for e in iterable.elements:
+                found = _stronger(found, self.taint(e.value, scope))
+            return found
+        return self.taint(iterable, scope)
+
+    def _return_taint(self, function: Scope) -> str | None:
+        key = id(function)
+        if key in self._returns:
+            return self._returns[key]
+        self._returns[key] = None  # a recursive function: its own calls add nothing
+        found = None
+        for value in function.returns:
+            found = _stronger(found, self.taint(value, function))
+        if self._computing:
+            del self._returns[key]  # computed from half-known values: do not keep
+        else:
+            self._returns[key] = found
+        return found
+
+    def _return_element(self, function: Scope, index: tuple[int, ...]) -> str | None:
+        found = None
+        for value in function.returns:
+            found = _stronger(found, self._unpack_taint(Unpack(value, index, False), function, 1))
+        return found
+
+    def _param_taint(self, name: str, param: cst.Param, scope: Scope) -> str | None:
+        if param.annotation is not None:
+            qualname = self.qualify(param.annotation.annotation)
+            lib = ANNOTATIONS.get(qualname or "")
+            if lib is not None:
+                return lib
+        key = (id(scope), name)
+        if key in self._param_cache:
+            return self._param_cache[key]
+        self._param_cache[key] = None  # mutual recursion between functions ends here
+        result = self._param_from_calls(name, scope)
+        if self._computing - {id(scope)}:
+            del self._param_cache[key]
+        else:
+            self._param_cache[key] = result
+        return result
+
+    def _param_from_calls(self, name: str, function: Scope) -> str | None:
+        """A parameter every in-file call of the function gives a device value is one."""
+        node = function.node
+        if not isinstance(node, cst.FunctionDef):
+            return None
+        positional = [p.name.value for p in (*node.params.posonly_params, *node.params.params)]
+        if positional and positional[0] in ("self", "cls") and function.parent is not None and function.parent.kind == "class":
+            return None
+        calls = self.calls_of(function)
+        if not calls:
+            return None
+        found: str | None = None
+        for site in calls:
+            arg = _bound_arg(site.node, positional, name)
+            if arg is None:
+                return None
+            lib = self.taint(arg, site.scope)
+            if lib is None or lib.endswith(MAYBE):
+                return None
+            found = lib
+        return found
+
+
+def _bound_arg(call: cst.Call, positional: list[str], name: str) -> cst.BaseExpression | None:
+    if any(a.star for a in call.args):
+        return None
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    plain = [a for a in call.args if a.keyword is None]
+    if name in positional and positional.index(name) < len(plain):
+        return plain[positional.index(name)].value
+    return None
