@@ -20,7 +20,7 @@ from profiler.trace.link import resolve
 from .kit import record
 
 CATALOG = load_catalog()
-RUNTIME = CATALOG.of_kind("runtime")
+RUNTIME = tuple(r for r in CATALOG.rules.values() if r.kind == "runtime")
 PCIE = resolve("pcie5-x16")
 CASES = [(rule, kind, n, ex) for rule in RUNTIME for kind, exs in (("invalid", rule.invalid), ("valid", rule.valid))
          for n, ex in enumerate(exs)]
