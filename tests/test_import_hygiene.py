@@ -42,7 +42,7 @@ CASES = {
     "import profiler": ("textual", "libcst", "linter", "cupy", "offload_core"),
     "import profiler.cli": ("textual", "libcst", "linter", "cupy"),
     "import profiler.pytest_plugin": ("textual", "libcst", "linter", "cupy", "offload_core", "numpy"),
-    # a trace loads, summarises, exports and gates without offload_core (e.g. on a machine that only reads traces)
+    # a trace loads, summarises, exports and gates without the offload_core runtime (a machine that only reads traces)
     "import profiler.model, profiler.analysis.summary, profiler.outputs.chrome, profiler.outputs.gate, "
     "profiler.trace.tracefile": (
         "textual", "libcst", "linter", "cupy", *RUNTIME),

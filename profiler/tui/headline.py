@@ -7,6 +7,8 @@ copies each way), and the ratio sentence ("batched is 139x faster; 99%
 of the naive run was copies") always comes whole. On the NumPy backend
 copies are host memcpys, so where a link is modelled its copy time is a
 separate, labelled column and clause, never mixed into measured figures.
+The sentence and the clause are `profiler.outputs.report`'s, which the
+text mode of `tui` and `demo` prints too; this module lays them out.
 
 Built as rich `Text` (no Textual), so it is tested as plain text.
 """
