@@ -22,5 +22,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest
 
+# Everything the commands above and the tools leave behind: the environment,
+# build/ (demo traces), the linter's cache, pytest's and Hypothesis's.
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) build .pytest_cache .offload-lint-cache .hypothesis

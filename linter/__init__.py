@@ -1,4 +1,4 @@
-"""linter: LibCST checks for transfer and ownership anti-patterns (see DESIGN.md).
+"""linter: LibCST checks for transfer and ownership anti-patterns (see docs/design.md).
 
 `offload-lint` (or `python -m linter`) is the command; `linter.cli.main` its
 entry point. The package reads the rule catalog through

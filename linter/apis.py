@@ -41,6 +41,7 @@ class Api:
     device_namespace: str | None
     factory: bool
     returns: str | None  # "host" | "device" | None (from the kind)
+    direction_arg: int | None = None  # cudaMemcpy(dst, src, n, kind): the argument naming the direction
 
     @property
     def direction(self) -> str:
@@ -74,6 +75,7 @@ def _api(entry: ApiEntry) -> Api:
         device_namespace=str(extra["device_namespace"]) if extra.get("device_namespace") else None,
         factory=bool(extra.get("factory", False)),
         returns=str(extra["returns"]) if extra.get("returns") in ("host", "device") else None,
+        direction_arg=extra.get("direction_arg") if isinstance(extra.get("direction_arg"), int) else None,
     )
 
 
@@ -82,6 +84,9 @@ class ApiIndex:
     """Every known API, indexed for the lookups the checks make."""
 
     calls: Mapping[str, Api]
+    # calls of another library that copy only when given a device value of this one (`implicit: true`):
+    # `np.asarray(numba_device_array)` downloads through __array__
+    implicit: Mapping[str, tuple[Api, ...]]
     wildcards: tuple[tuple[str, Api], ...]  # (module prefix with trailing dot, api), longest first
     methods: Mapping[str, tuple[Api, ...]]
     modules: Mapping[str, str]  # top-level module name -> library
@@ -90,6 +95,7 @@ class ApiIndex:
     @classmethod
     def from_files(cls, files: Iterable[ApiFile]) -> ApiIndex:
         calls: dict[str, Api] = {}
+        implicit: dict[str, list[Api]] = {}
         wildcards: list[tuple[str, Api]] = []
         methods: dict[str, list[Api]] = {}
         modules: dict[str, str] = {}
@@ -98,7 +104,9 @@ class ApiIndex:
                 modules[module.split(".")[0]] = api_file.library
             for entry in api_file.entries:
                 api = _api(entry)
-                if entry.call is not None and entry.call.endswith(".*"):
+                if entry.call is not None and entry.extra.get("implicit"):
+                    implicit.setdefault(entry.call, []).append(api)
+                elif entry.call is not None and entry.call.endswith(".*"):
                     wildcards.append((entry.call[:-1], api))
                 elif entry.call is not None:
                     calls[entry.call] = api
@@ -109,6 +117,7 @@ class ApiIndex:
         pattern = re.compile(r"\b(?:" + "|".join(re.escape(n) for n in names) + r")\b") if names else re.compile(r"(?!)")
         return cls(
             calls=calls,
+            implicit={k: tuple(v) for k, v in implicit.items()},
             wildcards=tuple(wildcards),
             methods={k: tuple(v) for k, v in methods.items()},
             modules=modules,

@@ -22,6 +22,7 @@ from offload_core.catalog import CatalogError, load_catalog
 from . import __version__
 from .config import ConfigError, enabled_codes, find_pyproject, load_config
 from .explain import explain_rule, list_rules
+from .output import OutputError
 
 
 def _codes(values: Sequence[str] | None) -> list[str] | None:
@@ -84,7 +85,7 @@ def cmd_check(argv: Sequence[str]) -> int:
     )
     # LibCST is the slow part of start-up; `rules` and `explain` never load it.
     from .fixing import fix_files
-    from .output import emit
+    from .output import emit, write_stdout
     from .session import Session
 
     session = Session(catalog, config, enabled, args)
@@ -92,13 +93,13 @@ def cmd_check(argv: Sequence[str]) -> int:
     if args.fix or args.diff:
         outcome = fix_files(session, run, write=not args.diff)
         if args.diff:
-            sys.stdout.write(outcome.diff)
+            write_stdout(outcome.diff)
             n = outcome.fixed
             sys.stderr.write(f"Would fix {n} finding{'s' if n != 1 else ''} in {outcome.files} file{'s' if outcome.files != 1 else ''}.\n")
             return 2 if session.errors(run) else (1 if outcome.diff else 0)
         session.fixed = outcome
     active = emit(session, run)
-    if session.errors(run):
+    if session.errors(run) or (session.fixed is not None and session.fixed.failed):
         return 2
     return 0 if (args.exit_zero or not active) else 1
 
@@ -116,14 +117,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, CatalogError) as exc:
         sys.stderr.write(f"offload-lint: {exc}\n")
         return 2
+    except OutputError as exc:
+        _abandon_stdout()
+        sys.stderr.write(f"offload-lint: {exc}\n")
+        return 2
     except KeyboardInterrupt:
         sys.stderr.write("offload-lint: interrupted\n")
         return 130
     except BrokenPipeError:
+        _abandon_stdout()
         return 1
     except Exception as exc:  # a bug of ours: one line, and a way to report it
+        from .workers import WorkerDied
+
+        if isinstance(exc, WorkerDied):
+            sys.stderr.write(f"offload-lint: {exc}\n")
+            return 2
         sys.stderr.write(f"offload-lint: internal error: {type(exc).__name__}: {exc} (please report it)\n")
         return 2
+
+
+def _abandon_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush cannot fail a second time."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

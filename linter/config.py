@@ -27,6 +27,7 @@ from offload_core.catalog import Rule
 
 from .contexts import ContextError, ContextMap, parse_contexts
 from .patterns import matches
+from .source import UnreadableError, read_source
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -77,10 +78,16 @@ class Config:
 
 
 def relative(path: Path, root: Path) -> str:
-    try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        return path.as_posix()
+    """`path` relative to `root`, its folders resolved but a symlinked file kept under its own name.
+
+    Not `Path.resolve()`: before Python 3.13 it raises on a symlink loop, and
+    a loop is one file's OFF902, not the end of the run.
+    """
+    place = os.path.join(os.path.realpath(path.parent), path.name)
+    base = os.path.realpath(root)
+    if place.startswith(base + os.sep):
+        return place[len(base) + 1:].replace(os.sep, "/")
+    return path.as_posix()
 
 
 def find_pyproject(paths: Sequence[Path]) -> Path | None:
@@ -100,23 +107,46 @@ def _has_section(path: Path) -> bool:
         return True  # let load_config report it
 
 
+def _toml_type(value: Any) -> str:
+    """The TOML name of a value's type, for messages ('a string', not 'a str')."""
+    names = {bool: "a boolean", int: "an integer", float: "a float", str: "a string", list: "an array", dict: "a table"}
+    return next((name for kind, name in names.items() if type(value) is kind), f"a {type(value).__name__}")
+
+
 def _strings(value: Any, key: str, where: Path) -> tuple[str, ...]:
-    if isinstance(value, str):
-        value = [value]
-    if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
-        raise ConfigError(f"{where}: [tool.offload-lint] '{key}' must be a list of strings")
+    """A list of non-empty strings, as docs/linter.md documents every list key: `select = "OFF101"` is refused.
+
+    Accepting a bare string would read as a list of one here but as a list
+    of characters to anyone who iterates it; ruff refuses it too.
+    """
+    if not isinstance(value, list):
+        hint = f" (write [{value!r}])" if isinstance(value, str) else ""
+        raise ConfigError(f"{where}: [tool.offload-lint] '{key}' must be an array of strings, got {_toml_type(value)}{hint}")
+    for item in value:
+        if not isinstance(item, str) or not item.strip():
+            got = "an empty string" if isinstance(item, str) else _toml_type(item)
+            raise ConfigError(f"{where}: [tool.offload-lint] '{key}' must be an array of non-empty strings, got {got} in it")
     return tuple(value)
+
+
+def _folder(value: Any, key: str, where: Path) -> str:
+    if not isinstance(value, str) or not value.strip():
+        got = "an empty string" if isinstance(value, str) else _toml_type(value)
+        raise ConfigError(f"{where}: [tool.offload-lint] '{key}' must be a folder name (a non-empty string), got {got}")
+    return value
 
 
 def load_config(path: Path | None, rules: Mapping[str, Rule]) -> Config:
     """Read `[tool.offload-lint]` from `path` (None: defaults, rooted at the current folder)."""
     if path is None:
         return Config(root=Path.cwd(), contexts=context_map(None, rules, "defaults"))
+    if not path.exists():
+        raise ConfigError(f"{path}: configuration file not found")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: configuration file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
+        data = tomllib.loads(read_source(path).decode("utf-8"))
+    except UnreadableError as exc:  # never opened blocking: `--config` naming a FIFO is one line too
+        raise ConfigError(f"{path}: cannot read ({exc})") from None
+    except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: cannot read ({exc})") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
@@ -143,7 +173,7 @@ def load_config(path: Path | None, rules: Mapping[str, Rule]) -> Config:
         per_file_ignores=per_file,
         extend_apis=tuple(root / p for p in _strings(table.get("extend-apis", []), "extend-apis", path)),
         options=check_options(table.get("options", {}), rules, str(path)),
-        cache_dir=(root / str(table["cache-dir"])) if "cache-dir" in table else None,
+        cache_dir=(root / _folder(table["cache-dir"], "cache-dir", path)) if "cache-dir" in table else None,
         contexts=context_map(table.get("contexts"), rules, str(path)),
     )
     config = _extend(config, exclude=_strings(table.get("extend-exclude", []), "extend-exclude", path))
@@ -188,7 +218,8 @@ def check_options(raw: Any, rules: Mapping[str, Rule], where: str) -> Mapping[st
                 known = ", ".join(defaults) or "none"
                 raise ConfigError(f"{where}: rule {code} has no option '{key}' (options: {known})")
             default = defaults[key]
-            if type(value) is not type(default) and not (isinstance(default, float) and isinstance(value, int)):
+            widened = isinstance(default, float) and type(value) is int  # 3 for 3.0, never true for 3.0
+            if type(value) is not type(default) and not widened:
                 raise ConfigError(
                     f"{where}: option {code}.{key} must be {type(default).__name__}, got {type(value).__name__}"
                 )

@@ -123,12 +123,16 @@ def _with_arg(call: cst.Call, keyword: str, value: cst.BaseExpression) -> cst.Ca
 
 
 def device_create_fix(
-    ctx: FileContext, site: CallSite, use: Classified, inner: cst.Call, creator: str, inner_lib: str
+    ctx: FileContext, site: CallSite, use: Classified, inner: cst.Call, creator: str, inner_lib: str,
+    safety: str | None = None,
 ) -> tuple[Fix | None, str]:
-    """`cp.asarray(np.zeros(n))` -> `cp.zeros(n)`; `torch.zeros(n).cuda()` -> `torch.zeros(n, device="cuda")`."""
+    """`cp.asarray(np.zeros(n))` -> `cp.zeros(n)`; `torch.zeros(n).cuda()` -> `torch.zeros(n, device="cuda")`.
+
+    `safety` overrides the creator's own (random draws: the device generator gives other numbers).
+    """
     sem = ctx.sem
     call = site.node
-    safety = "unsafe" if creator in _UNSAFE_CREATORS else "safe"
+    safety = safety or ("unsafe" if creator in _UNSAFE_CREATORS else "safe")
     api = use.api
     if inner_lib == "numpy":
         namespace = api.device_namespace
@@ -172,11 +176,19 @@ def device_create_fix(
     head = ctx.code(inner.func)
     if device is None:
         return None, f"{head}(..., device=...)"
+    if sem.array_lib(device, site.scope) is not None and not _is_device_attr(device):
+        # `.to(other)` takes other's device and dtype: say so, and leave the rewrite to the user
+        other = ctx.code(device)
+        return None, f"{head}(..., device={other}.device, dtype={other}.dtype)"
     new = _with_arg(inner, "device", device)
     start, end = ctx.span(call)
     return ctx.fix(f"Create with {head}(..., device={ctx.code(device)})", safety, [Edit(start, end, ctx.code(new))]), (
         f"{head}(..., device={ctx.code(device)})"
     )
+
+
+def _is_device_attr(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Attribute) and expr.attr.value == "device"
 
 
 def _string_continuations(ctx: FileContext, node: cst.CSTNode) -> set[int]:

@@ -6,6 +6,10 @@ touched the same lines land in the next round, and a fix can never be
 applied to code that has moved. If a round produced code that no longer
 parses (a bug in a fix), the file keeps the last text that did, and the
 user is told. Ten rounds bound the loop.
+
+Fixed files are written by `rewrite.write_fixed` (whole or not at all); a
+write that fails (no permission, a full disk, a file-size limit) leaves the
+file as it was, counts nothing as fixed, and makes the command exit 2.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable
 
 from .findings import FileResult, Finding
+from .rewrite import write_fixed
 
 if TYPE_CHECKING:
     from .runner import Job, RunResult
@@ -29,6 +34,7 @@ class FixOutcome:
     files: int = 0
     diff: str = ""
     notes: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)  # display paths whose fixed text could not be written
 
 
 def _applicable(session: Session, result: FileResult) -> list[Finding]:
@@ -81,18 +87,24 @@ def fix_files(session: Session, run: RunResult, write: bool) -> FixOutcome:
             outcome.notes.append(f"{job.display}: {note}")
         if text == job.text:
             continue
-        outcome.files += 1
         after = len([f for f in session.visible(current) if not f.suppressed])
-        outcome.fixed += max(0, before - after)
         if write:
             try:
-                job.path.write_bytes(text.encode(job.encoding))
-            except (OSError, UnicodeEncodeError) as exc:
-                outcome.notes.append(f"{job.display}: cannot write the fixed file ({exc})")
+                write_fixed(job.path, text.encode(job.encoding), job.text.encode(job.encoding))
+            except UnicodeEncodeError as exc:
+                outcome.failed.append(job.display)
+                outcome.notes.append(f"{job.display}: cannot write the fixed file: the fix is not encodable as {job.encoding} ({exc.reason})")
+                continue
+            except OSError as exc:
+                outcome.failed.append(job.display)
+                outcome.notes.append(f"{job.display}: cannot write the fixed file: {exc.strerror or exc}; the file is unchanged")
                 continue
             run.results[n] = replace(current, path=result.path)
         else:
             outcome.diff += unified_diff(job.display, job.text, text)
+        outcome.files += 1
+        outcome.fixed += max(0, before - after)
     for note in outcome.notes:
         sys.stderr.write(f"offload-lint: {note}\n")
     return outcome
+

@@ -23,7 +23,7 @@ from typing import Any
 
 import libcst as cst
 
-from .model import CallSite, Event, Loop, ModuleIndex, Scope, Unpack, WithItem, _dotted, root_name  # noqa: F401
+from .model import CallSite, Event, ItemStore, Loop, ModuleIndex, Scope, Unpack, WithItem, _dotted, root_name  # noqa: F401
 
 
 class Indexer(cst.CSTVisitor):
@@ -109,6 +109,11 @@ class Indexer(cst.CSTVisitor):
                 base = base.value
             if isinstance(base, cst.Name):
                 self._emit("store", base.value, target)
+                if how == "=" and not path and isinstance(target, cst.Subscript) and target.value is base \
+                        and isinstance(value, cst.BaseExpression):
+                    self.scope.bind(base.value, "item", value)
+                    self.idx.item_stores.append(
+                        ItemStore(target, value, self.scope, tuple(self.loops), tuple(self.conds)))
             else:
                 base.visit(self)
         else:
@@ -292,6 +297,17 @@ class Indexer(cst.CSTVisitor):
         return False
 
     # -- branches and returns -------------------------------------------------------------
+
+    def visit_Expr(self, node: cst.Expr) -> bool:
+        """`model.to(device)` / `model.cuda()` as a statement moves a module in place (see Scope.assigns)."""
+        value = node.value
+        node.value.visit(self)
+        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+            if value.func.attr.value in ("to", "cuda", "cpu") and isinstance(value.func.value, cst.Name):
+                self.scope.bind(value.func.value.value, "moved", node.value)
+                break
+            value = value.func.value
+        return False
 
     def visit_If(self, node: cst.If) -> bool:
         node.test.visit(self)

@@ -204,8 +204,12 @@ class LoopFacts:
         else cp.asarray([0])` (the else of a `!=`): a branch like that is taken
         once or every N iterations, so what it does is not a per-iteration cost.
         """
+        return self.rare_conds(site.conds, loop)
+
+    def rare_conds(self, conds: tuple[tuple[cst.BaseExpression, bool], ...], loop: Loop) -> bool:
+        """`rare_branch` for a statement's enclosing conditions (see there)."""
         changed = self.changed_in(loop)
-        for test, taken in site.conds[loop.cond_depth:]:
+        for test, taken in conds[loop.cond_depth:]:
             for comparison in _equalities(test, taken):
                 sides = [comparison.left, *(c.comparator for c in comparison.comparisons)]
                 if not all(self.expression_invariant(side, loop, changed) for side in sides):
@@ -220,6 +224,27 @@ class LoopFacts:
     def nests_loops(self, loop: Loop, loops: list[Loop]) -> bool:
         """Does another loop of the same scope run inside this one (an epoch loop around a step loop)?"""
         return any(other.parent is loop and other.kind != "comp" for other in loops)
+
+    def amortised(self, site: CallSite, loop: Loop, loops: list[Loop]) -> bool:
+        """A sync once per outer iteration: the loop runs inner loops and does no device work of its own.
+
+        `for epoch ...: for batch ...: step(); print(loss.item())` syncs once per
+        epoch, after thousands of steps. A step loop with a short inner loop
+        (`for p in model.parameters(): ...`) still does its forward and backward
+        directly: its syncs are per step.
+        """
+        if not self.nests_loops(loop, loops):
+            return False
+        statement = site.small
+        for other in loop.calls:
+            if other.loop is not loop or other is site or (statement is not None and other.small is statement):
+                continue
+            if self.classify(other.node, other.scope) is not None or self.produces_device_value(other):
+                return False
+        return True
+
+    def produces_device_value(self, site: CallSite) -> bool:
+        raise NotImplementedError
 
     def invariant_in(self, site: CallSite, loop: Loop) -> bool:
         """Nothing the call reads (receiver, arguments, enclosing device/stream contexts) changes in `loop`.

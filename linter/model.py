@@ -46,8 +46,10 @@ class Scope:
     parent: Scope | None
     name: str
     events: list[Event] = field(default_factory=list)
-    # name -> (how, value): how is "=", "aug", "for", "unpack", "with", "param", "import", "def", "other";
-    # the value of "for" and "unpack" is an Unpack record
+    # name -> (how, value): how is "=", "aug", "for", "unpack", "with", "param", "import", "def", "other",
+    # "item" (`name[k] = value`: what the container holds) or "moved" (`name.to(device)` as a statement,
+    # which moves a module in place); the value of "for" and "unpack" is an Unpack record. "item" and
+    # "moved" only feed the device-value analysis: they emit no bind event and rebind nothing.
     assigns: dict[str, list[tuple[str, Any]]] = field(default_factory=dict)
     params: dict[str, cst.Param] = field(default_factory=dict)
     returns: list[cst.BaseExpression] = field(default_factory=list)  # `return X` values (functions only)
@@ -98,6 +100,17 @@ class CallSite:
         return self.loops[-1] if self.loops else None
 
 
+@dataclass(frozen=True, eq=False)
+class ItemStore:
+    """`name[index] = value`: what OFF302 needs to see a device array written element by element."""
+
+    target: cst.Subscript
+    value: cst.BaseExpression
+    scope: Scope
+    loops: tuple[Loop, ...]
+    conds: tuple[tuple[cst.BaseExpression, bool], ...]
+
+
 @dataclass(eq=False)
 class ModuleIndex:
     module: cst.Module
@@ -110,6 +123,7 @@ class ModuleIndex:
     functions: list[tuple[cst.FunctionDef, Scope]] = field(default_factory=list)  # (def, its own scope)
     names: set[str] = field(default_factory=set)
     callsite_of: dict[int, CallSite] = field(default_factory=dict)  # id(Call node) -> its CallSite
+    item_stores: list[ItemStore] = field(default_factory=list)
 
 
 def _dotted(node: cst.CSTNode | None) -> str:

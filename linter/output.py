@@ -4,6 +4,13 @@ The report goes to stdout or `--output-file`; in text format the summary
 follows it ("Found 3 findings. [*] 2 fixable with the `--fix` option.").
 Internal errors (a check that failed on a file) always go to stderr, one
 line per file, so they are never mistaken for findings.
+
+A report that cannot be written (no such folder, no permission, a full
+disk) is an `OutputError`: the command exits 2, whatever the findings, so
+that CI never passes without its report, and a half-written file is
+removed rather than left for the next step to upload. The file is created
+with the usual permissions (0666 less the umask), like any other tool's
+output.
 """
 
 from __future__ import annotations
@@ -13,6 +20,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import __version__, reporters
+
+
+class OutputError(OSError):
+    """The report could not be written; the message is one line naming the file."""
 
 if TYPE_CHECKING:
     from .runner import RunResult
@@ -43,17 +54,42 @@ def emit(session: Session, run: RunResult) -> int:
             n = session.fixed.fixed
             summary = f"Fixed {n} finding{'s' if n != 1 else ''} in {session.fixed.files} file{'s' if session.fixed.files != 1 else ''}.\n" + summary
     if args.output_file:
-        try:
-            Path(args.output_file).write_text(report, encoding="utf-8")
-        except OSError as exc:
-            sys.stderr.write(f"offload-lint: cannot write {args.output_file}: {exc.strerror or exc}\n")
-            return len(items)
+        write_report(Path(args.output_file), report)
         if summary:
             sys.stderr.write(summary + "\n")
     else:
-        sys.stdout.write(report)
-        if summary:
-            sys.stdout.write(summary + "\n")
+        write_stdout(report + (summary + "\n" if summary else ""))
     for result in session.errors(run):
         sys.stderr.write(f"offload-lint: internal error while checking {result.path}: {result.error} (please report it)\n")
     return sum(1 for _, f in items if not f.suppressed)
+
+
+def write_stdout(text: str) -> None:
+    """Print to stdout now; a full disk or a closed terminal behind it is an `OutputError`.
+
+    A reader that went away (`offload-lint | head`) stays a BrokenPipeError:
+    the CLI ends quietly on that, as other Unix tools do.
+    """
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise OutputError(f"cannot write the report to standard output: {exc.strerror or exc}") from None
+
+
+def write_report(path: Path, report: str) -> None:
+    """Write `report` to `path` whole, or raise `OutputError` and leave no partial file behind."""
+    opened = False
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            opened = True
+            fh.write(report)
+    except OSError as exc:
+        if opened and path.is_file():  # truncated or half written: worse than no file
+            try:
+                path.unlink()
+            except OSError:
+                pass
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None

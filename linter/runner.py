@@ -21,6 +21,7 @@ import os
 import re
 import sys
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -30,7 +31,8 @@ from .cache import Cache
 from .config import Config, matches
 from .findings import FileResult
 from .signatures import KernelIndex
-from .source import DecodeError, RuleSettings, decode, diagnostic
+from .source import DecodeError, RuleSettings, UnreadableError, decode, diagnostic, read_source
+from .workers import WorkerDied, die_with_parent
 
 _STATE: dict[str, Any] = {}
 _DEFINES_KERNEL = re.compile(r"@\s*[\w.]*kernel\b|RawKernel\s*\(")
@@ -67,10 +69,18 @@ def discover(paths: Sequence[Path], config: Config) -> list[Path]:
 
     Exclusion is matched on paths relative to the configuration's folder,
     built by string joins during the walk: resolving every file (a syscall
-    each) was a third of a warm run.
+    each) was a third of a warm run. The walk uses `os.scandir`, whose
+    entries know without a syscall whether they are symlinks, so only
+    symlinks are resolved: a file reached through a link and under its own
+    name is linted once, under its own name. Links are never followed into
+    folders, and a link that cannot be resolved (a loop, a dangling link)
+    is kept: reading it yields OFF902 for that path while the run goes on.
+    What is not a regular file (a FIFO, a device) is kept for the same
+    reason; the reader refuses it without opening it blocking.
     """
-    root = str(config.root.resolve())
+    root = os.path.realpath(config.root)
     found: list[Path] = []
+    links: list[tuple[Path, str]] = []
     seen: set[str] = set()
 
     def rel_of(absolute: str) -> str:
@@ -85,26 +95,58 @@ def discover(paths: Sequence[Path], config: Config) -> list[Path]:
             seen.add(absolute)
             found.append(path)
 
+    def walk(top: Path, top_base: str) -> None:
+        stack = [(top, top_base)]  # a stack, not recursion: trees can be deeper than the recursion limit
+        while stack:
+            folder, base = stack.pop()
+            try:
+                with os.scandir(folder) as it:
+                    entries = sorted(it, key=lambda e: e.name)
+            except OSError:
+                continue  # an unreadable folder: nothing in it can be linted
+            below: list[tuple[Path, str]] = []
+            for entry in entries:
+                absolute = os.path.join(base, entry.name)
+                if matches(rel_of(absolute), config.exclude):
+                    continue
+                try:
+                    is_folder = entry.is_dir(follow_symlinks=False)
+                    is_link = entry.is_symlink()
+                except OSError:
+                    continue
+                if is_folder:
+                    below.append((folder / entry.name, absolute))
+                elif entry.name.endswith((".py", ".pyi")):
+                    if is_link:
+                        links.append((folder / entry.name, absolute))
+                    else:
+                        add(folder / entry.name, absolute)
+            stack.extend(reversed(below))
+
     for path in paths:
-        top = str(path.resolve())
+        top = _real(path)
         if path.is_dir():
-            for folder, dirs, files in os.walk(path):
-                base = os.path.join(top, os.path.relpath(folder, path)) if folder != str(path) else top
-                base = os.path.normpath(base)
-                dirs[:] = sorted(d for d in dirs if not matches(rel_of(os.path.join(base, d)), config.exclude))
-                for name in sorted(files):
-                    if name.endswith((".py", ".pyi")):
-                        absolute = os.path.join(base, name)
-                        if not matches(rel_of(absolute), config.exclude):
-                            add(Path(folder) / name, absolute)
+            walk(path, top)
         elif not matches(rel_of(top), config.exclude):
             add(path, top)
+    for path, absolute in links:  # after every real file, so the real name wins
+        add(path, _real(Path(absolute)))
     return found
+
+
+def _real(path: Path) -> str:
+    """`os.path.realpath`, which (unlike `Path.resolve` before 3.13) returns something for a symlink loop."""
+    return os.path.realpath(path)
+
+
+def _place(path: Path) -> str:
+    """The file's absolute path with its folders resolved but the file itself not followed."""
+    return os.path.join(os.path.realpath(path.parent), path.name)
 
 
 def module_name_of(path: Path) -> tuple[str, bool]:
     """Dotted module name from the package folders (`__init__.py`) above the file."""
-    path = path.resolve()
+    path = Path(_place(path))
     parts = [] if path.stem == "__init__" else [path.stem]
     folder = path.parent
     while (folder / "__init__.py").exists() and folder.parent != folder:
@@ -114,13 +156,17 @@ def module_name_of(path: Path) -> tuple[str, bool]:
 
 
 def display_path(path: Path) -> str:
-    try:
-        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return str(path)
+    """The path relative to the current folder when it lies inside it; a symlink shows under its own name."""
+    place = _place(path)
+    cwd = os.path.realpath(os.getcwd())
+    if place.startswith(cwd + os.sep):
+        return place[len(cwd) + 1:].replace(os.sep, "/")
+    return str(path)
 
 
-def _init_worker(settings: RuleSettings, apis: ApiIndex) -> None:
+def _init_worker(settings: RuleSettings, apis: ApiIndex, parent: int | None = None) -> None:
+    if parent is not None:  # a pool worker: go when the command goes, whatever kills it
+        die_with_parent(parent)
     _STATE["settings"] = settings
     _STATE["apis"] = apis
 
@@ -167,14 +213,19 @@ class Runner:
             method = "fork" if sys.platform.startswith("linux") else "spawn"
             self._pool = ProcessPoolExecutor(
                 self.jobs, mp_context=multiprocessing.get_context(method),
-                initializer=_init_worker, initargs=(self.settings, self.apis),
+                initializer=_init_worker, initargs=(self.settings, self.apis, os.getpid()),
             )
         size = max(1, min(64, len(jobs) // (self.jobs * 4)))
         chunks = [jobs[i:i + size] for i in range(0, len(jobs), size)]
         out: list[FileResult] = []
-        for chunk_result in self._pool.map(_lint_chunk, chunks, [sigs] * len(chunks)):
-            out.extend(chunk_result)
-            self._tick(None, len(out) - 1, len(jobs))
+        try:
+            for chunk_result in self._pool.map(_lint_chunk, chunks, [sigs] * len(chunks)):
+                out.extend(chunk_result)
+                self._tick(None, len(out) - 1, len(jobs))
+        except BrokenProcessPool:
+            raise WorkerDied(
+                "a worker process ended abruptly (killed, or out of memory); run again, or with --jobs 1"
+            ) from None
         return out
 
     def _tick(self, result: FileResult | None, i: int, total: int) -> FileResult | None:
@@ -192,10 +243,9 @@ class Runner:
             out.files += 1
             display = display_path(path)
             try:
-                data = path.read_bytes()
-            except OSError as exc:
-                reason = exc.strerror or type(exc).__name__
-                out.results.append(FileResult(display, diagnostic(self.settings, "OFF902", 1, 1, reason)))
+                data = read_source(path)
+            except UnreadableError as exc:
+                out.results.append(FileResult(display, diagnostic(self.settings, "OFF902", 1, 1, str(exc))))
                 continue
             try:
                 decoded = decode(data)

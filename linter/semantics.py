@@ -32,7 +32,8 @@ BUILTINS = frozenset(dir(builtins))
 OFFLOAD_NAMES = frozenset({"offload", "region", "kernel", "RawKernel", "In", "Out", "InOut", "Owned"})
 VIEW_METHODS = frozenset({"reshape", "view", "ravel", "transpose", "swapaxes", "squeeze", "diagonal", "T", "detach"})
 ALIAS_ATTRS = frozenset({"T", "mT", "H", "real", "imag", "flat", "data"})  # same memory
-DEVICE_NAME = re.compile(r"(?:^|_)(?:device|dev|gpu|cuda)s?$", re.I)
+# Names that hold a device: `device`, `devs`, `self.gpu`, `gpu_id`, `local_rank` (`.to(local_rank)` is cuda:N).
+DEVICE_NAME = re.compile(r"(?:^|_)(?:(?:device|dev|gpu|cuda)(?:s|_ids?|_index|_idx)?|(?:local_)?rank)$", re.I)
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,14 @@ class Classified:
     @property
     def direction(self) -> str:
         return {"h2d": "host->device", "d2h": "device->host"}.get(self.kind, self.kind)
+
+
+def _dotted_text(expr: cst.BaseExpression | None) -> str:
+    if isinstance(expr, cst.Name):
+        return expr.value
+    if isinstance(expr, cst.Attribute):
+        return f"{_dotted_text(expr.value)}.{expr.attr.value}"
+    return ""
 
 
 def _arg(call: cst.Call, position: int | None, keyword: str | None) -> cst.BaseExpression | None:
@@ -75,6 +84,7 @@ class Semantics(LoopFacts, DeviceValues):
         self._computing: set[int] = set()
         self._returns: dict[int, str | None] = {}
         self._param_cache: dict[tuple[int, str], str | None] = {}
+        self._unpacking: set[tuple[int, tuple[int, ...]]] = set()
         self._defs: dict[int, Scope] | None = None
         self._calls_by_name: dict[str, list[CallSite]] | None = None
         self._classified: dict[int, Classified | None] = {}
@@ -140,6 +150,13 @@ class Semantics(LoopFacts, DeviceValues):
 
     def _classify(self, call: cst.Call, scope: Scope) -> Classified | None:
         qualname = self.qualify(call.func)
+        if qualname is not None and qualname in self.apis.implicit:
+            data = _arg(call, 0, None)
+            lib = self.device_lib(data, scope) if data is not None else None
+            for api in self.apis.implicit[qualname]:
+                if api.library == lib:
+                    return Classified(api, api.kind, data)
+            return None
         if qualname is not None:
             api = self.apis.call(qualname)
             if api is not None:
@@ -156,6 +173,15 @@ class Semantics(LoopFacts, DeviceValues):
     def _call_use(self, api: Api, call: cst.Call, scope: Scope) -> Classified | None:
         data = _arg(call, api.arg if api.arg is not None else 0, None)
         kind = api.kind
+        if api.direction_arg is not None:  # cudaMemcpy(..., cudaMemcpyKind.cudaMemcpyHostToDevice)
+            named = _dotted_text(_arg(call, api.direction_arg, "kind"))
+            if named.endswith("HostToDevice"):
+                kind = "h2d"
+            elif named.endswith("DeviceToHost"):
+                kind = "d2h"
+            else:
+                return None
+            return Classified(api, kind, _arg(call, 1, None))
         if api.device_kwarg is not None or api.device_arg is not None:
             where = self.destination(_arg(call, api.device_arg, api.device_kwarg), scope)
             if api.kind == "alloc":
@@ -214,9 +240,15 @@ class Semantics(LoopFacts, DeviceValues):
                 return "device"
             if found == {"cpu"}:
                 return "cpu"
-            return "device" if DEVICE_NAME.search(expr.value) else None
+            if DEVICE_NAME.search(expr.value) or self.array_lib(expr, scope) is not None:
+                return "device"  # a device, or a tensor: `.to(grad)` goes where `grad` lives
+            return None
         if isinstance(expr, cst.Attribute):
-            return "device" if DEVICE_NAME.search(expr.attr.value) else None
+            if DEVICE_NAME.search(expr.attr.value):
+                return "device"
+            if expr.attr.value == "device" or self.array_lib(expr, scope) is not None:
+                return "device"  # x.device, p.grad
+            return None
         if isinstance(expr, cst.Subscript) and isinstance(expr.value, (cst.Name, cst.Attribute)):
             name = expr.value.value if isinstance(expr.value, cst.Name) else expr.value.attr.value
             return "device" if DEVICE_NAME.search(name) else None  # devices[i]
@@ -236,6 +268,9 @@ class Semantics(LoopFacts, DeviceValues):
         if not isinstance(expr, cst.Name):
             return False
         return any(isinstance(v, cst.Call) and self.is_region(v) for _, v in self.assignments(expr.value, scope))
+
+    def produces_device_value(self, site: CallSite) -> bool:
+        return self.device_lib(site.node, site.scope) is not None
 
     # -- local functions (for the device-value analysis) ---------------------------------------
 

@@ -35,7 +35,13 @@ import libcst as cst
 from .model import CallSite, ModuleIndex, Scope, Unpack
 
 MAYBE = "?"
-VIEW_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag", "flat", "data", "grad"})
+# Attributes of a device array or of a module's output that are host values; every other attribute of a
+# device value (`x.T`, `x.data`, `out.logits`, `features.relu2_2`) is taken to live where the value does.
+HOST_ATTRS = frozenset({
+    "shape", "dtype", "device", "ndim", "size", "nbytes", "itemsize", "strides", "is_cuda", "requires_grad",
+    "training", "names", "layout", "is_leaf", "grad_fn", "flags", "is_sparse", "is_quantized", "is_meta",
+    "__class__", "__name__", "__dict__", "mem", "data_ptr", "ptr", "sharding",
+})
 HOST_METHODS = frozenset({
     "size", "dim", "ndimension", "numel", "nelement", "element_size", "data_ptr", "stride", "get_device",
     "is_contiguous", "is_floating_point", "is_complex", "type", "storage_offset", "__len__", "nbytes",
@@ -47,6 +53,7 @@ ANNOTATIONS = {
     "jax.Array": "jax", "jax.numpy.ndarray": "jax", "jax.numpy.DeviceArray": "jax",
     "numba.cuda.cudadrv.devicearray.DeviceNDArray": "numba",
 }
+TENSOR_ATTRS = frozenset({"grad", "data", "weight", "bias"})
 # Functions of these modules return host values whatever they are given.
 HOST_MODULES = frozenset({"builtins", "numpy", "math", "time", "os", "sys", "logging", "json", "random", "itertools",
                           "functools", "operator", "collections", "re", "string", "pathlib", "warnings", "copy",
@@ -73,6 +80,7 @@ class DeviceValues:
     _computing: set[int]
     _returns: dict[int, str | None]
     _param_cache: dict[tuple[int, str], str | None]
+    _unpacking: set[tuple[int, tuple[int, ...]]]
 
     # -- supplied by Semantics ----------------------------------------------------------
 
@@ -106,7 +114,7 @@ class DeviceValues:
         """Every binding of the name is a device value (`x = x.cuda()` for a parameter `x` is not)."""
         if not isinstance(expr, cst.Name):
             return self.device_lib(expr, scope) is not None
-        values = self.assignments(expr.value, scope)
+        values = [(how, v) for how, v in self.assignments(expr.value, scope) if how not in ("item", "moved")]
         assigned = [v for how, v in values if how != "aug"]
         return bool(assigned) and len(assigned) == sum(1 for how, _ in values if how == "=") and all(
             isinstance(v, cst.BaseExpression) and self.device_lib(v, scope) is not None for v in assigned
@@ -164,7 +172,12 @@ class DeviceValues:
         if isinstance(expr, cst.Subscript):
             return self.taint(expr.value, scope, depth + 1)
         if isinstance(expr, cst.Attribute):
-            return self.taint(expr.value, scope, depth + 1) if expr.attr.value in VIEW_ATTRS else None
+            if expr.attr.value in HOST_ATTRS or isinstance(expr.value, cst.Name) and self.qualify(expr.value):
+                return None  # x.shape, x.dtype; np.pi
+            found = self.taint(expr.value, scope, depth + 1)  # x.T, out.logits, features.relu2_2
+            if found is None and expr.attr.value in TENSOR_ATTRS and "torch" in self.libraries:
+                return "torch" + MAYBE  # p.grad, p.data: a tensor, wherever it lives
+            return found
         if isinstance(expr, cst.IfExp):
             return _stronger(self.taint(expr.body, scope, depth + 1), self.taint(expr.orelse, scope, depth + 1))
         return None
@@ -242,7 +255,7 @@ class DeviceValues:
         return found
 
     def _binding_taint(self, name: str, how: str, value: Any, scope: Scope) -> str | None:
-        if how in ("=", "aug") and isinstance(value, cst.BaseExpression):
+        if how in ("=", "aug", "item", "moved") and isinstance(value, cst.BaseExpression):
             return self.taint(value, scope)
         if how in ("for", "unpack") and isinstance(value, Unpack):
             return self._unpack_taint(value, scope)
@@ -310,10 +323,17 @@ class DeviceValues:
         return found
 
     def _return_element(self, function: Scope, index: tuple[int, ...]) -> str | None:
-        found = None
-        for value in function.returns:
-            found = _stronger(found, self._unpack_taint(Unpack(value, index, False), function, 1))
-        return found
+        key = (id(function), index)
+        if key in self._unpacking:
+            return None  # a recursive function: its own call adds nothing
+        self._unpacking.add(key)
+        try:
+            found = None
+            for value in function.returns:
+                found = _stronger(found, self._unpack_taint(Unpack(value, index, False), function, 1))
+            return found
+        finally:
+            self._unpacking.discard(key)
 
     def _param_taint(self, name: str, param: cst.Param, scope: Scope) -> str | None:
         if param.annotation is not None:

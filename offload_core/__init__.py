@@ -14,15 +14,15 @@
 
 The backend (`OFFLOAD_BACKEND=auto|numpy|cupy`), the mode
 (`OFFLOAD_MODE=batched|naive`) and every copy, launch and region edge
-(`offload_core.events`) are described in DESIGN.md and the README.
+(`offload_core.events`) are described in docs/design.md and the README.
 
 The package also holds what the linter and the profiler share with the
 runtime but which needs none of it: the rule catalog loader
-(`offload_core.catalog`), call sites (`offload_core.sites`) and GitHub
-workflow annotations (`offload_core.github`). So that `offload-lint`,
-which imports the catalog, does not start the runtime and NumPy, the
-names below are imported on first use (PEP 562 `__getattr__`), not when
-the package is.
+(`offload_core.catalog`), call sites (`offload_core.sites`), event kinds
+(`offload_core.kinds`) and GitHub workflow annotations
+(`offload_core.github`). So that `offload-lint`, which imports the
+catalog, does not start the runtime and NumPy, the names below are
+imported on first use (PEP 562 `__getattr__`), not when the package is.
 """
 
 from __future__ import annotations

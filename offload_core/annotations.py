@@ -8,7 +8,7 @@ Each annotation plays three roles, so each is a class:
 * called on an array (`region(Out(z))`, `region(In(x))`) it asks a region to
   map that array in that mode, producing a `MapRequest`.
 
-The transfers every access implies are the contract of DESIGN.md:
+The transfers every access implies are the contract of docs/design.md:
 
 ======== ============== ===================== ===========================
 access   before launch  after launch          host array afterwards

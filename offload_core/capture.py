@@ -14,13 +14,20 @@ refused with `BorrowError`. In naive mode (regions map nothing) a capture
 records the `offload()` calls themselves and replays them through
 `offload()`, copies included, so the same program still runs its naive
 path. Nothing is launched while recording, in either mode.
+
+A capture records the launches of the thread and task that opened it;
+other threads' launches meanwhile run as usual. One capture records at a
+time in the process.
 """
 
 from __future__ import annotations
 
+import threading
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
+from . import scope as scopes
+from .claims import CLAIMS
 from .errors import BorrowError, OffloadError, UseAfterMoveError
 from .events import BUS, callsite
 
@@ -30,7 +37,7 @@ if TYPE_CHECKING:
     from .residency import Mapping
 
 
-class Owner(Protocol):
+class CapturingRegion(Protocol):
     """What a capture reads of the region that made it (`offload_core.region.region`, which imports this module)."""
 
     @property
@@ -43,7 +50,7 @@ class Owner(Protocol):
 class Capture:
     """A recorded launch sequence of one region."""
 
-    def __init__(self, owner: Owner, backend: Backend, mode: str) -> None:
+    def __init__(self, owner: CapturingRegion, backend: Backend, mode: str) -> None:
         self._region = owner
         self._backend = backend
         self._mode = mode
@@ -54,6 +61,10 @@ class Capture:
         self._writes: list[Mapping] = []
         self._reads: list[Mapping] = []
         self._first_writes: list[Mapping] = []  # Out mappings a recorded launch initialises
+        scope = scopes.current()
+        #: whose launches this capture records: the opener's thread and task
+        self.owner = scope.owner if scope is not None else None
+        self.thread = threading.get_ident()
 
     @property
     def naive(self) -> bool:
@@ -70,6 +81,8 @@ class Capture:
             raise OffloadError("a capture records once; start a new r.capture() for another sequence")
         present = self._backend.present
         if present.capture is not None:
+            if present.capture.thread != self.thread or present.capture.owner is not self.owner:
+                raise OffloadError("another thread or task is recording a capture; captures record one at a time")
             raise OffloadError("captures do not nest")
         present.invalidate()  # launch plans would bypass the recording
         present.capture = self
@@ -148,14 +161,19 @@ class Capture:
         subs = BUS.subscribers
         site = callsite() if subs else None
         name = "graph:" + "+".join(dict.fromkeys(self._kernels))
-        for _ in range(times):
-            index = BUS.launches
-            BUS.launches = index + 1
-            mark = be.mark() if subs else None
-            be.replay(self._handle)
-            if subs:
-                BUS.emit_timed(be.since(mark), kind="launch", kernel=name, launch=index, callsite=site,
-                               mode=self._mode, region=self._region.id)
+        # Serialised with other threads' launches on these arrays (a shared region).
+        claim = CLAIMS.claim([(m.lo, m.hi, m in self._writes) for m in self._writes + self._reads])
+        try:
+            for _ in range(times):
+                index = next(BUS.launch_ids)
+                BUS.launches = index + 1
+                mark = be.mark() if subs else None
+                be.replay(self._handle)
+                if subs:
+                    BUS.emit_timed(be.since(mark), kind="launch", kernel=name, launch=index, callsite=site,
+                                   mode=self._mode, region=self._region.id)
+        finally:
+            CLAIMS.release(claim)
         for m in self._writes:
             m.dirty = True
             m.initialized = True

@@ -6,6 +6,12 @@ and once batched, on the active backend. A subscriber to
 `offload_core.events` tallies every copy, launch and sync, and the two
 tallies are printed side by side. The results of the two runs are compared
 too: the batched path must compute exactly what the naive one does.
+
+Exit codes: 0 when both paths agree, 1 when they do not, 2 for bad input
+(arguments, an `OFFLOAD_BACKEND` or `OFFLOAD_MODE` that is not one, a
+backend that cannot run here such as CuPy without CuPy or a GPU, a size
+that does not fit in memory), always as one line on stderr; 130 when
+interrupted.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ import numpy as np
 
 from . import events
 from .annotations import In, Out
+from .backends import Backend
+from .errors import BackendError, DeviceMemoryError
 from .kernels import kernel
 from .launch import offload
 from .region import region
@@ -111,9 +119,12 @@ def table(naive: Tally, batched: Tally) -> str:
     return "\n".join(lines)
 
 
+PROG = "python -m offload_core.demo"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m offload_core.demo",
+        prog=PROG,
         description="Run a heat-diffusion loop on the naive and on the batched path and compare their copies.",
     )
     parser.add_argument("--size", type=int, default=1 << 20, help="grid points (default: %(default)s)")
@@ -122,20 +133,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.size < 3 or args.steps < 1:
         parser.error("--size must be at least 3 and --steps at least 1")
-    if args.backend:
-        set_backend(args.backend)
-    backend = get_backend()
+    try:
+        if args.backend:
+            set_backend(args.backend)
+        backend = get_backend()
+        get_mode()  # a bad OFFLOAD_MODE is bad input too, said before anything runs
+    except (BackendError, ValueError) as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        return _compare(args.size, args.steps, backend)
+    except BackendError as exc:  # the backend failed at its first use (a GPU that cannot run the kernel)
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    except (DeviceMemoryError, MemoryError) as exc:
+        print(f"{PROG}: error: --size {args.size} does not fit in memory ({exc or 'out of memory'}); try a smaller one",
+              file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+
+
+def _compare(size: int, steps: int, backend: Backend) -> int:
     previous = get_mode()
-    u0 = np.zeros(args.size)
-    u0[args.size // 2] = 1.0e6
+    u0 = np.zeros(size)
+    u0[size // 2] = 1.0e6
     mib = u0.nbytes / 2**20
-    print(f"heat diffusion: {args.size} points ({mib:.1f} MiB per array), {2 * args.steps} launches, "
+    print(f"heat diffusion: {size} points ({mib:.1f} MiB per array), {2 * steps} launches, "
           f"backend {backend.name} ({backend.device})", file=sys.stderr)
     try:
         print("running the naive path ...", file=sys.stderr)
-        naive, u_naive = run("naive", u0, args.steps)
+        naive, u_naive = run("naive", u0, steps)
         print("running the batched path ...", file=sys.stderr)
-        batched, u_batched = run("batched", u0, args.steps)
+        batched, u_batched = run("batched", u0, steps)
     finally:
         set_mode(previous)
     print(table(naive, batched))

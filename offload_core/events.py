@@ -15,6 +15,7 @@ NumPy backend every timing is ready at once and nothing is queued.
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 import warnings
@@ -84,7 +85,9 @@ class Bus:
         #: subscribers that asked for content fingerprints of copied data
         self.fingerprinting: tuple[Subscriber, ...] = ()
         self._pending: deque[tuple[dict[str, object], Timing]] = deque()
-        self.launches = 0
+        self.launches = 0  # how many launches so far (the next launch's index)
+        #: launch indices, unique even when threads launch at once (`next` of a count is one step under the GIL)
+        self.launch_ids = itertools.count()
         self.regions = 0
 
     def subscribe(self, fn: Subscriber, fingerprints: bool = False) -> Callable[[], None]:

@@ -13,11 +13,20 @@ was; resident device copies it may have half-written are marked poisoned.
 The resident fast path (every argument mapped by a region, looked up by
 identity) does no allocation, copy or sync, and builds no event unless
 someone subscribed.
+
+Threads (see `scope` and `claims`): a launch may use only the mappings of
+its own thread's or task's regions, and those of `shared=True` regions; a
+mapping of another owner is a `BorrowError`. A launch that copies, or that
+uses a mapping another thread may use too, first claims the host bytes it
+touches, so two threads' launches on one array run one after the other.
+A launch that had to wait is checked again from the start, since the
+mappings it found may have changed meanwhile.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from threading import get_ident
 from time import perf_counter_ns
 from typing import Any
 
@@ -26,11 +35,15 @@ import numpy as np
 from .annotations import Access
 from .backends.base import Backend, device_layout
 from .borrows import MOVES, MoveRecord, digest, fingerprint, may_overlap
+from .claims import CLAIMS, Range
 from .errors import AliasError, BorrowError, UseAfterMoveError
 from .events import BUS, Event, callsite
 from .kernels import Kernel
+from .kinds import Kind
 from .params import Param, cast_scalar
 from .residency import Mapping, byte_bounds, data_pointer
+from .scope import Owner, Scope
+from .scope import current as current_scope
 from .settings import _S, get_backend, get_mode
 from .sites import Site
 
@@ -93,25 +106,31 @@ def offload(k: Kernel, /, *args: Any, **kwargs: Any) -> None:
     n = len(params)
     be = _S.backend or get_backend()
     present = be.present
+    scope = current_scope()
+    owner = scope.owner if scope is not None else None
+    me = get_ident()
     if k.plans and not kwargs and len(args) == n:
-        # The same resident arrays as a recent launch, and no mapping changed
-        # since (any change drops the plans): only scalars and writability are new.
+        # The same resident arrays as a recent launch of this thread and owner,
+        # and no mapping changed since (any change drops the plans): only
+        # scalars and writability are new.
         for plan in k.plans:
-            if plan.present is not present:
+            if plan.present is not present or plan.owner is not owner or plan.thread != me:
                 continue
             for i, host in plan.hosts:
                 if args[i] is not host or (i in plan.writable and not host.flags.writeable):
                     break
             else:
-                _launch_planned(be, k, plan, args)
+                _launch_planned(be, k, plan, args, scope)
                 return
     values = args if not kwargs and len(args) == n else k.bind(args, kwargs)
     be.check_kernel(k)
+    version = present.version
     by_id = present.by_id
     dev_args: list[Any] = [None] * n
     mappings: list[Mapping | None] = [None] * n
     arrays: list[int] = []
     temps = 0
+    contended = False  # uses a mapping another thread may use too
 
     # ---- check phase: nothing is copied or written until every check passed.
     # Messages are built only on failure: this loop runs on every launch.
@@ -134,6 +153,10 @@ def offload(k: Kernel, /, *args: Any, **kwargs: Any) -> None:
         if m is None and present.mappings:
             m = present.find(v)
         if m is not None:
+            if m.owner is not owner or m.thread != me or m.shared:
+                if m.owner is not owner and not m.shared:
+                    raise BorrowError(f"{_what(k, p)}: {m.foreign()}")
+                contended = True
             if m.moved or m.poisoned or m.checks or not m.initialized or m.access is not Access.INOUT or (
                 p.copies_back and not v.flags.writeable) or (p.access is Access.OWNED and v is not m.host):
                 check_resident(m, p, v, _what(k, p))
@@ -146,33 +169,62 @@ def offload(k: Kernel, /, *args: Any, **kwargs: Any) -> None:
 
     if k.alias_pairs:
         _check_aliases(be, k, values, mappings)
-    if present.capture is not None:  # r.capture(): record, run later
-        if present.capture.naive:
-            present.capture.record_call(k, args, kwargs)
+    capture = present.capture
+    if capture is not None and capture.owner is owner and capture.thread == me:  # r.capture(): record, run later
+        if capture.naive:
+            capture.record_call(k, args, kwargs)
         else:
-            present.capture.record_launch(k, dev_args, mappings, temps)
+            capture.record_launch(k, dev_args, mappings, temps)
         return
 
     # ---- transfer phase
-    subs = BUS.subscribers
-    index = BUS.launches
-    BUS.launches = index + 1
-    if subs:
-        _run_traced(be, k, params, values, dev_args, mappings, arrays, index, callsite(2), get_mode())
-        if not temps and not kwargs and not k.owns:
-            _make_plan(k, present, values, dev_args, mappings)
-    elif temps:
-        _run_quiet(be, k, params, values, dev_args, mappings, arrays)
-    else:  # every array is resident: no copy, no allocation, no sync
-        try:
-            be.launch(k, dev_args)
-        except BaseException as exc:
-            _poison(be, k, params, mappings, arrays, exc)
-            raise
-        if not kwargs and not k.owns:
-            _make_plan(k, present, values, dev_args, mappings)
-    if k.mutable:
-        _settle(present, k, values, mappings)
+    claim = CLAIMS.claim(lambda: _ranges(k, values, mappings, arrays)) if temps or contended else None
+    if claim is not None and (claim.waited or present.version != version):
+        # Another thread's launch or region went first, or changed a mapping
+        # after the checks: what they found may be stale (a mapping released,
+        # moved, written). Check it all again; holding no claim while doing so
+        # keeps claims free of deadlock.
+        CLAIMS.release(claim)
+        offload(k, *args, **kwargs)
+        return
+    try:
+        subs = BUS.subscribers
+        index = next(BUS.launch_ids)
+        BUS.launches = index + 1
+        region_id = scope.regions[-1] if scope is not None else None
+        plannable = not contended and not kwargs and not k.owns
+        if subs:
+            _run_traced(be, k, params, values, dev_args, mappings, arrays, index, callsite(2), get_mode(), region_id)
+            if not temps and plannable:
+                _make_plan(k, present, values, dev_args, mappings, owner, me)
+        elif temps:
+            _run_quiet(be, k, params, values, dev_args, mappings, arrays)
+        else:  # every array is resident: no copy, no allocation, no sync
+            try:
+                be.launch(k, dev_args)
+            except BaseException as exc:
+                _poison(be, k, params, mappings, arrays, exc)
+                raise
+            if plannable:
+                _make_plan(k, present, values, dev_args, mappings, owner, me)
+        if k.mutable:
+            _settle(present, k, values, mappings)
+    finally:
+        if claim is not None:
+            CLAIMS.release(claim)
+
+
+def _ranges(k: Kernel, values: Any, mappings: list[Mapping | None], arrays: list[int]) -> list[Range]:
+    """The host bytes a launch reads or writes, for its claim."""
+    out: list[Range] = []
+    for i in arrays:
+        v = values[i]
+        if not isinstance(v, np.ndarray):
+            continue  # a device array: no host memory
+        m = mappings[i]
+        lo, hi = (m.lo, m.hi) if m is not None and v is m.host else byte_bounds(v)
+        out.append((lo, hi, k.params[i].writes))
+    return out
 
 
 @dataclass(slots=True)
@@ -185,6 +237,8 @@ class Plan:
     """
 
     present: Any
+    owner: Owner | None
+    thread: int
     hosts: tuple[tuple[int, np.ndarray[Any, Any]], ...]
     writable: frozenset[int]
     template: list[Any]
@@ -195,7 +249,10 @@ class Plan:
 PLANS_PER_KERNEL = 4
 
 
-def _make_plan(k: Kernel, present: Any, values: Any, dev_args: list[Any], mappings: list[Mapping | None]) -> None:
+def _make_plan(
+    k: Kernel, present: Any, values: Any, dev_args: list[Any], mappings: list[Mapping | None], owner: Owner | None,
+    thread: int,
+) -> None:
     for i in k.array_indices:
         m = mappings[i]
         # Only the mapped arrays themselves: a view made afresh per launch would
@@ -204,6 +261,8 @@ def _make_plan(k: Kernel, present: Any, values: Any, dev_args: list[Any], mappin
             return
     plan = Plan(
         present,
+        owner,
+        thread,
         tuple((i, values[i]) for i in k.array_indices),
         frozenset(i for i in k.array_indices if k.params[i].copies_back),
         list(dev_args),
@@ -216,14 +275,15 @@ def _make_plan(k: Kernel, present: Any, values: Any, dev_args: list[Any], mappin
         present.plans.append(k)
 
 
-def _launch_planned(be: Backend, k: Kernel, plan: Plan, args: tuple[Any, ...]) -> None:
+def _launch_planned(be: Backend, k: Kernel, plan: Plan, args: tuple[Any, ...], scope: Scope | None) -> None:
     dev_args = plan.template.copy()
     _cast_scalars(k, args, dev_args)
-    index = BUS.launches
+    index = next(BUS.launch_ids)
     BUS.launches = index + 1
     try:
         if BUS.subscribers:
-            trace = _Trace(be, k.name, index, callsite(3), get_mode())
+            region_id = scope.regions[-1] if scope is not None else None
+            trace = _Trace(be, k.name, index, callsite(3), get_mode(), region_id)
             mark = trace.mark()
             be.launch(k, dev_args)
             trace.device("launch", mark)
@@ -350,22 +410,22 @@ class _Trace:
 
     __slots__ = ("be", "kernel", "launch", "site", "mode", "region", "host_clock")
 
-    def __init__(self, be: Backend, kernel: str, launch: int, site: Site | None, mode: str) -> None:
+    def __init__(self, be: Backend, kernel: str, launch: int, site: Site | None, mode: str,
+                 region: int | None) -> None:
         self.be = be
         self.kernel = kernel
         self.launch = launch
         self.site = site
         self.mode = mode
-        regions = be.present.regions
-        self.region = regions[-1] if regions else None
+        self.region = region  # the innermost region of the launching context
         self.host_clock = be.host_clock
 
-    def host(self, kind: str, start: int, nbytes: int = 0, pinned: bool = False, param: str | None = None,
+    def host(self, kind: Kind, start: int, nbytes: int = 0, pinned: bool = False, param: str | None = None,
              array: int | None = None) -> None:
         BUS.emit(Event(kind, nbytes, pinned, start, perf_counter_ns() - start, self.kernel, self.launch, param, array,
                        self.site, self.mode, self.region, None))
 
-    def device(self, kind: str, mark: Any, nbytes: int = 0, pinned: bool = False, param: str | None = None,
+    def device(self, kind: Kind, mark: Any, nbytes: int = 0, pinned: bool = False, param: str | None = None,
                array: int | None = None, fp: str | None = None) -> None:
         if self.host_clock:
             BUS.emit(Event(kind, nbytes, pinned, mark, perf_counter_ns() - mark, self.kernel, self.launch, param,
@@ -390,9 +450,10 @@ def _run_traced(
     index: int,
     site: Site | None,
     mode: str,
+    region: int | None,
 ) -> None:
     """`_run_quiet` with one event per operation; kept separate so the quiet path stays lean."""
-    trace = _Trace(be, k.name, index, site, mode)
+    trace = _Trace(be, k.name, index, site, mode, region)
     temps: list[tuple[int, int, bool]] = []  # (param index, host address, pinned)
     launched = False
     fingerprints = bool(BUS.fingerprinting)

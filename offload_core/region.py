@@ -22,11 +22,20 @@ Semantics a user can rely on:
   mapped array is detected (by content digest) when a launch uses the
   array, when `update_host` would overwrite it and at exit, and raises
   `BorrowError` naming it.
+* **Threads and tasks.** A region belongs to the thread or asyncio task
+  that opened it (and to tasks created inside it): launches, regions and
+  `update_host`/`update_device` elsewhere that touch its arrays raise
+  `BorrowError`, rather than silently using (or changing) device data the
+  other flow of control knows nothing about. `region(..., shared=True)`
+  lends its arrays to every thread; launches on them are then serialised
+  (see `scope` and `claims`), and the region's exit waits for the ones
+  under way.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 import warnings
 from types import TracebackType
 from typing import Any, Sequence
@@ -37,9 +46,11 @@ from .annotations import Access, MapRequest
 from .backends.base import Backend, device_layout
 from .borrows import MOVES, digest, fingerprint
 from .capture import Capture
+from .claims import CLAIMS, Claim
 from .errors import BorrowError, OffloadError, UseAfterMoveError
 from .events import BUS, callsite
 from .launch import device_view
+from . import scope as scopes
 from .residency import Mapping, byte_bounds, data_pointer
 from .settings import check_default, get_backend, get_mode
 from .sites import Site
@@ -60,10 +71,13 @@ class region:  # noqa: N801 - a context manager used like a keyword, as contextl
 
     Arrays are named in messages and events after the caller's variables;
     `names=` overrides that (useful when the arrays live in a container).
+    `shared=True` lets other threads and tasks launch on the arrays too,
+    one launch at a time; by default they belong to the opener alone.
     """
 
     def __init__(
-        self, *arrays: np.ndarray[Any, Any] | MapRequest, check: bool | None = None, names: Sequence[str] | None = None
+        self, *arrays: np.ndarray[Any, Any] | MapRequest, check: bool | None = None, names: Sequence[str] | None = None,
+        shared: bool = False,
     ) -> None:
         requests: list[tuple[np.ndarray[Any, Any], Access]] = []
         for pos, item in enumerate(arrays):
@@ -86,12 +100,15 @@ class region:  # noqa: N801 - a context manager used like a keyword, as contextl
         else:
             self._names = _local_names(sys._getframe(1), [a for a, _ in requests])
         self.check = check_default() if check is None else bool(check)
+        self.shared = bool(shared)
         self.id: int | None = None
         self._backend: Backend | None = None
         self._mode = "batched"
         self._held: list[Mapping] = []
         self._site: Site | None = None
         self._active = False
+        self._owner: scopes.Owner | None = None
+        self._token: Any = None
 
     # ------------------------------------------------------------------ entry
     def __enter__(self) -> region:
@@ -101,41 +118,58 @@ class region:  # noqa: N801 - a context manager used like a keyword, as contextl
         mode = get_mode()
         self._backend, self._mode = be, mode
         self._site = callsite()
-        self.id = BUS.regions
-        BUS.regions += 1
         present = be.present
+        with present.lock:
+            self.id = BUS.regions
+            BUS.regions += 1
+        scope, self._token = scopes.enter(self.id)
+        self._owner = scope.owner
         if mode == "naive":
-            present.regions.append(self.id)
+            with present.lock:
+                present.regions.append(self.id)
             self._active = True
             self._emit("region_enter", 0, be.host_mark())
             return self
 
-        plan = self._plan(be)
-        new_bytes = sum(a.nbytes for a, _, _, m in plan if m is None)
-        present.regions.append(self.id)
-        self._active = True
-        if be.nvtx:
-            be.range_push(f"region {', '.join(self._names)}")
-        self._emit("region_enter", new_bytes, be.host_mark())
+        claim: Claim | None = None
         try:
-            for array, access, name, existing in plan:
-                if existing is not None:
-                    if existing not in self._held:
-                        existing.refs += 1
-                        self._held.append(existing)
-                    continue
-                self._held.append(self._map(be, array, access, name))
-            if self.check:
-                for m in self._held:
-                    if m.checks == 0:  # an outer checking region already holds a digest
-                        m.digest = digest(m.host)
-                    m.checks += 1
-                present.invalidate()
-            be.settle_uploads()
+            with present.lock:  # no other thread's region maps these arrays between the look-up and the mapping
+                # Other threads' copies into these host arrays finish first, and
+                # the look-ups see what they left (a move, a mapping).
+                claim = CLAIMS.claim([(*byte_bounds(a), False) for a, access in self._requests if access is not Access.OUT])
+                plan = self._plan(be)
+                new_bytes = sum(a.nbytes for a, _, _, m in plan if m is None)
+                present.regions.append(self.id)
+                self._active = True
+                if be.nvtx:
+                    be.range_push(f"region {', '.join(self._names)}")
+                self._emit("region_enter", new_bytes, be.host_mark())
+                try:
+                    for array, access, name, existing in plan:
+                        if existing is not None:
+                            if existing not in self._held:
+                                existing.refs += 1
+                                self._held.append(existing)
+                            continue
+                        self._held.append(self._map(be, array, access, name))
+                    if self.check:
+                        for m in self._held:
+                            if m.checks == 0:  # an outer checking region already holds a digest
+                                m.digest = digest(m.host)
+                            m.checks += 1
+                        present.invalidate()
+                    be.settle_uploads()
+                except BaseException:
+                    be.settle_uploads()
+                    self._release(be, copy_back=False)
+                    raise
         except BaseException:
-            be.settle_uploads()
-            self._release(be, copy_back=False)
+            if not self._active:  # refused before anything was mapped
+                scopes.leave(self._token, self.id)
             raise
+        finally:
+            if claim is not None:
+                CLAIMS.release(claim)
         return self
 
     def _plan(self, be: Backend) -> list[tuple[np.ndarray[Any, Any], Access, str, Mapping | None]]:
@@ -153,6 +187,13 @@ class region:  # noqa: N801 - a context manager used like a keyword, as contextl
                 raise BorrowError(f"region(): '{name}' is mapped Out but the host array is read-only")
             existing = present.find(array)
             if existing is not None:
+                if existing.owner is not self._owner and not existing.shared:
+                    raise BorrowError(f"region(): {existing.foreign()}")
+                if self.shared and not existing.shared:
+                    raise BorrowError(
+                        f"region(..., shared=True): {existing.where()} is mapped already by a region that is not "
+                        "shared; open the outer region with shared=True"
+                    )
                 if existing.moved:
                     raise UseAfterMoveError(f"region(): {existing.where()} was moved into an Owned parameter")
                 plan.append((array, access, name, existing))
@@ -179,7 +220,8 @@ class region:  # noqa: N801 - a context manager used like a keyword, as contextl
         dev = be.empty(array.shape, array.dtype, device_layout(array))
         lo, hi = byte_bounds(array)
         m = Mapping(array, dev, lo, hi, data_pointer(array), access, name, self.id or 0, self._site,
-                    initialized=access is not Access.OUT)
+                    initialized=access is not Access.OUT, owner=self._owner, shared=self.shared,
+                    thread=threading.get_ident())
         be.present.add(m)
         if subs:
             self._emit_copy("alloc", m, array, mark, host=True)
@@ -201,10 +243,21 @@ class region:  # noqa: N801 - a context manager used like a keyword, as contextl
     ) -> None:
         be = self._backend
         assert be is not None and self._active
-        written_by_host = []
-        if self.check and exc_type is None:
-            written_by_host = [m for m in self._held if m.digest != digest(m.host)]
-        self._release(be, copy_back=exc_type is None, skip=written_by_host)
+        present = be.present
+        written_by_host: list[Mapping] = []
+        try:
+            with present.lock:
+                # Launches of other threads on these arrays (a shared region)
+                # finish before anything is copied back or freed.
+                claim = CLAIMS.claim([(m.lo, m.hi, True) for m in self._held])
+                try:
+                    if self.check and exc_type is None:
+                        written_by_host = [m for m in self._held if m.digest != digest(m.host)]
+                    self._release(be, copy_back=exc_type is None, skip=written_by_host)
+                finally:
+                    CLAIMS.release(claim)
+        finally:
+            scopes.leave(self._token, self.id or 0)
         if written_by_host:
             names = ", ".join(m.where() for m in written_by_host)
             raise BorrowError(
@@ -249,6 +302,7 @@ class region:  # noqa: N801 - a context manager used like a keyword, as contextl
             # Whatever failed above, the device memory goes back and the table forgets.
             for m in last:
                 present.remove(m)
+                m.released = True
                 mark = be.host_mark()
                 be.free(m.device)
                 if BUS.subscribers:
@@ -281,14 +335,18 @@ class region:  # noqa: N801 - a context manager used like a keyword, as contextl
             )
         if not array.flags.writeable:
             raise BorrowError("update_host(): the host array is read-only")
-        dev = device_view(be, m, array, "update_host()")
-        mark = be.mark()
-        be.download(dev, array)
-        if BUS.subscribers:
-            self._emit_copy("d2h", m, array, mark)
-        mark = be.host_mark()
-        be.synchronize()
-        self._emit("sync", 0, mark)
+        claim = CLAIMS.claim([(*byte_bounds(array), True)])  # no other thread's copy of these bytes meanwhile
+        try:
+            dev = device_view(be, m, array, "update_host()")
+            mark = be.mark()
+            be.download(dev, array)
+            if BUS.subscribers:
+                self._emit_copy("d2h", m, array, mark)
+            mark = be.host_mark()
+            be.synchronize()
+            self._emit("sync", 0, mark)
+        finally:
+            CLAIMS.release(claim)
         if self._covers(m, array):
             m.dirty = False
         if m.checks:
@@ -300,12 +358,16 @@ class region:  # noqa: N801 - a context manager used like a keyword, as contextl
         be, m = self._lookup("update_device", array)
         if m is None:
             return
-        dev = device_view(be, m, array, "update_device()")
-        mark = be.mark()
-        be.upload(array, dev)
-        be.settle_uploads()
-        if BUS.subscribers:
-            self._emit_copy("h2d", m, array, mark)
+        claim = CLAIMS.claim([(*byte_bounds(array), False)])
+        try:
+            dev = device_view(be, m, array, "update_device()")
+            mark = be.mark()
+            be.upload(array, dev)
+            be.settle_uploads()
+            if BUS.subscribers:
+                self._emit_copy("h2d", m, array, mark)
+        finally:
+            CLAIMS.release(claim)
         if self._covers(m, array):
             m.initialized = True
             m.poisoned = None
@@ -343,6 +405,9 @@ class region:  # noqa: N801 - a context manager used like a keyword, as contextl
         m = self._backend.present.find(array)
         if m is None:
             raise BorrowError(f"{verb}(): the array is not mapped by an active region; list it in region(...)")
+        scope = scopes.current()
+        if m.owner is not (scope.owner if scope is not None else None) and not m.shared:
+            raise BorrowError(f"{verb}(): {m.foreign()}")
         if m.moved:
             raise UseAfterMoveError(f"{verb}(): {m.where()} was moved into an Owned parameter")
         return self._backend, m

@@ -10,17 +10,24 @@ view. Two mappings never overlap: a region that asks to map memory partly
 covered by an existing mapping is refused.
 
 Mappings are reference counted across nested regions; the table itself
-lives on the backend, whose device memory it describes.
+lives on the backend, whose device memory it describes. Each mapping also
+records who may use it (the owner of the region that made it, see
+`scope`) and whether that region was opened `shared=True`; the table's
+lock makes a region's look-ups, reference counts and additions one step
+against other threads' regions (launches only read the table).
 """
 
 from __future__ import annotations
 
+import itertools
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from .annotations import Access
+from .scope import Owner
 from .sites import Site
 
 if TYPE_CHECKING:
@@ -49,6 +56,10 @@ class Recording(Protocol):
 
     @property
     def naive(self) -> bool: ...
+
+    #: whose launches it records: the opener's thread and task
+    owner: Owner | None
+    thread: int
 
     def record_call(self, k: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None: ...
 
@@ -94,7 +105,10 @@ class Mapping:
     may read them before one writes them). `dirty` means a launch wrote the
     device copy since it was last synchronised with the host, so the region
     exit must copy it back. `poisoned` holds the reason the device copy is
-    no longer trustworthy (a kernel raised while writing it).
+    no longer trustworthy (a kernel raised while writing it). `owner` and
+    `thread` are the flow of control and the thread that mapped it;
+    `shared` lets any thread use it (serialised); `released` marks a
+    mapping its last region has freed, for a launch that found it before.
     """
 
     host: np.ndarray[Any, Any]
@@ -113,6 +127,10 @@ class Mapping:
     poisoned: str | None = None
     checks: int = 0
     digest: bytes | None = None
+    owner: Owner | None = None
+    shared: bool = False
+    thread: int = 0
+    released: bool = False
     derivable: bool = field(init=False)
 
     def __post_init__(self) -> None:
@@ -123,6 +141,14 @@ class Mapping:
         """`'u' (mapped at file:line)` for messages."""
         at = f" at {self.callsite.file}:{self.callsite.line}" if self.callsite else ""
         return f"'{self.name}' (mapped by a region{at})"
+
+    def foreign(self) -> str:
+        """Why a thread or task other than the owner may not use this mapping, for `BorrowError`."""
+        owner = self.owner.name if self.owner is not None else "another thread"
+        return (
+            f"{self.where()} belongs to a region of {owner}, and a region's arrays are private to the thread or "
+            "task that opened it; launch from there, or open that region with region(..., shared=True)"
+        )
 
 
 class PresentTable:
@@ -137,9 +163,15 @@ class PresentTable:
         self.capture: Recording | None = None
         #: kernels holding a launch plan over these mappings (see launch.Plan)
         self.plans: list[Kernel] = []
+        #: held by region entry and exit while they look up, count and change mappings
+        self.lock = threading.RLock()
+        #: counts changes of mappings: a launch that checked before a change must check again
+        self.version = 0
+        self._versions = itertools.count(1)  # `next` is one step, so two threads never write the same version
 
     def invalidate(self) -> None:
         """A mapping changed (added, removed, moved, poisoned, checked...): drop every launch plan."""
+        self.version = next(self._versions)
         for kernel in self.plans:
             kernel.plans = []
         self.plans.clear()

@@ -1,4 +1,4 @@
-"""What importing a module loads: the dependency rules of DESIGN.md, checked two ways.
+"""What importing a module loads: the dependency rules of docs/design.md, checked two ways.
 
 Each statement of `CASES` runs in a fresh interpreter and `sys.modules` is
 inspected, which catches what third-party packages import in turn; the

@@ -39,4 +39,4 @@ def checks_for(enabled: frozenset[str]) -> list[Check]:
     return out
 
 
-from . import flow, kernel_bodies, launches, syncs, transfers  # noqa: E402,F401  (registration)
+from . import flow, kernel_bodies, launches, loaders, syncs, transfers  # noqa: E402,F401  (registration)

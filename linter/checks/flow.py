@@ -17,7 +17,7 @@ from typing import Callable
 import libcst as cst
 
 from ..context import FileContext
-from ..index import Event, WithItem
+from ..index import CallSite, Event, WithItem
 from ..kernels import WRITES
 from . import check
 
@@ -61,6 +61,10 @@ def round_trip(ctx: FileContext) -> None:
             elif kind == "call":
                 site = event.extra
                 use = sem.classify(site.node, site.scope)
+                moved = _moved_in_place(site)
+                if use is not None and use.kind == "d2h" and moved is not None:
+                    origin[moved] = (ctx.line(site.node), use.api.display)  # model.cpu(): the module moves
+                    return
                 if use is not None and use.kind == "h2d" and isinstance(use.data, cst.Name) and use.data.value in origin:
                     line, source_api = origin[use.data.value]
                     ctx.report(
@@ -71,6 +75,17 @@ def round_trip(ctx: FileContext) -> None:
                     origin.pop(changed, None)
 
         replay(scope.events, 0, len(scope.events), handle)
+
+
+def _moved_in_place(site: CallSite) -> str | None:
+    """`model.cpu()` / `model.eval().cpu()` as a whole statement: a module moved in place; its name."""
+    statement = site.small
+    if not isinstance(statement, cst.Expr) or statement.value is not site.node:
+        return None
+    node = site.node.func
+    while isinstance(node, (cst.Attribute, cst.Call)):
+        node = node.value if isinstance(node, cst.Attribute) else node.func
+    return node.value if isinstance(node, cst.Name) else None
 
 
 @check("OFF202")

@@ -32,7 +32,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..context import FileContext
-from ..model import CallSite, Loop, Unpack
+from ..model import CallSite, ItemStore, Loop, Unpack
 from ..uses import UseFinder
 from . import check
 
@@ -41,12 +41,15 @@ TIMERS = frozenset({
     "time.monotonic_ns", "timeit.default_timer", "cupy.cuda.get_elapsed_time", "cupyx.profiler.benchmark",
 })
 TIMER_METHODS = frozenset({"elapsed_time", "get_elapsed_time", "elapsed", "tic", "toc"})
-READ_METHODS = frozenset({"item", "tolist"})
+READ_METHODS = frozenset({"item", "tolist"})  # for tensors that may be on the device
 
 
 @check("OFF104", "OFF301", "OFF302")
 def syncs(ctx: FileContext) -> None:
     sem = ctx.sem
+    if ctx.enabled("OFF302"):
+        for store in ctx.index.item_stores:
+            _element_write(ctx, store)
     conversions = frozenset(ctx.options("OFF104").get("conversions", ()))
     for site in ctx.index.calls:
         loop = site.loop
@@ -68,8 +71,9 @@ def _read(ctx: FileContext, site: CallSite, conversions: frozenset[str]) -> tupl
     call = site.node
     use = sem.classify(call, site.scope)
     if use is not None:
-        if use.kind == "sync" and use.api.method in READ_METHODS and isinstance(call.func, cst.Attribute):
-            return use.api.display, call.func.value
+        if use.kind == "sync" and use.api.returns == "host":  # a sync that hands back a value: .item(), .any()
+            value = call.func.value if use.api.method is not None and isinstance(call.func, cst.Attribute) else use.data
+            return (use.api.display, value) if value is not None else None
         return None
     if isinstance(call.func, cst.Attribute) and call.func.attr.value in READ_METHODS and not call.args:
         lib = sem.array_lib(call.func.value, site.scope)  # a tensor that may be on the device: `t.item()`
@@ -96,11 +100,12 @@ def _judge_read(ctx: FileContext, site: CallSite, loop: Loop, api: str, value: c
     element = _element_source(ctx, site, loop, value)
     if element is not None:
         if ctx.enabled("OFF302"):
-            ctx.report("OFF302", site.node, api=api, loop_line=ctx.line(loop.node), array=element)
+            ctx.report("OFF302", site.node, api=api, access="reads", array=element, loop_line=ctx.line(loop.node),
+                       cost="a device sync", advice=f"read the whole array once before the loop ({element}.tolist())")
         return
     if sem.device_lib(value, site.scope) is None and sem.array_lib(value, site.scope) is not None:
         return  # a tensor that may be on the host: only element-wise reads are worth saying
-    if sem.nests_loops(loop, ctx.index.loops):
+    if sem.amortised(site, loop, ctx.index.loops):
         return  # once per outer iteration (an epoch), around inner loops that do the work
     if sem.invariant_in(site, loop):
         if ctx.enabled("OFF104"):
@@ -177,7 +182,7 @@ def _iterated_array(ctx: FileContext, site: CallSite, bound: Unpack) -> str | No
 def _avoidable_wait(ctx: FileContext, site: CallSite, loop: Loop) -> bool:
     """A wait that nothing in the loop needs: not for timing, not opted into, not per device or chunk."""
     sem = ctx.sem
-    if sem.rare_branch(site, loop) or sem.guarded_by_flag(site, loop) or sem.nests_loops(loop, ctx.index.loops):
+    if sem.rare_branch(site, loop) or sem.guarded_by_flag(site, loop) or sem.amortised(site, loop, ctx.index.loops):
         return False
     if _measures_time(ctx, loop):
         return False
@@ -199,3 +204,24 @@ def _measures_time(ctx: FileContext, loop: Loop) -> bool:
             return True
     return False
 
+
+
+def _element_write(ctx: FileContext, store: ItemStore) -> None:
+    """`d[i] = value` in a loop, `d` a device array, `i` changing, `value` a host value: one copy per element."""
+    if not store.loops or not isinstance(store.target.value, cst.Name):
+        return
+    sem = ctx.sem
+    loop = store.loops[-1]
+    array = store.target.value
+    if sem.array_lib(array, store.scope) is None or sem.array_lib(store.value, store.scope) is not None:
+        return
+    if isinstance(store.value, cst.Name) and store.value.value in ("None", "True", "False"):
+        return
+    changed = sem.changed_in(loop)
+    if all(sem.expression_invariant(e.slice, loop, changed) for e in store.target.slice):
+        return
+    if sem.rare_conds(store.conds, loop):
+        return
+    ctx.report("OFF302", store.target, api=f"{array.value}[...] = ...", access="writes", array=array.value,
+               loop_line=ctx.line(loop.node), cost="a host->device copy",
+               advice="build the values on the host and upload them once, or compute them on the device")

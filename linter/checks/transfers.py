@@ -22,6 +22,7 @@ import libcst as cst
 from ..context import FileContext
 from ..fixes import device_create_fix, hoist_fix
 from ..index import CallSite
+from ..model import Unpack
 from ..semantics import Classified
 from ..uses import path_to
 from . import check
@@ -29,7 +30,7 @@ from . import check
 COLLECTING_METHODS = frozenset({"append", "extend", "insert", "add", "appendleft", "put"})
 
 
-@check("OFF101", "OFF106", "OFF105")
+@check("OFF101", "OFF106", "OFF105", "OFF107", "OFF108")
 def transfers(ctx: FileContext) -> None:
     sem = ctx.sem
     creators = frozenset(ctx.options("OFF105").get("creators", ()))
@@ -37,15 +38,20 @@ def transfers(ctx: FileContext) -> None:
         use = sem.classify(site.node, site.scope)
         if use is None or use.kind not in ("h2d", "d2h"):
             continue
-        if use.kind == "h2d" and creators and ctx.enabled("OFF105") and _host_alloc(ctx, site, use, creators):
-            continue
+        if use.kind == "h2d":
+            if creators and ctx.enabled("OFF105") and _host_alloc(ctx, site, use, creators):
+                continue
+            if ctx.enabled("OFF107") and _host_random(ctx, site, use):
+                continue
         loop = site.loop
-        if loop is None or not ctx.enabled("OFF101", "OFF106") or sem.rare_branch(site, loop):
+        if loop is None or sem.rare_branch(site, loop):
             continue
         fields = {"api": use.api.display, "direction": use.direction, "loop_line": ctx.line(loop.node)}
         if sem.invariant_in(site, loop) and not _collected(site):
             fix = hoist_fix(ctx, site, use) if ctx.enabled("OFF101") else None
             ctx.report("OFF101", site.node, fix, **fields)
+        elif use.kind == "h2d" and use.data is not None and _python_values(ctx, site, use.data):
+            ctx.report("OFF108", site.node, **fields)
         else:
             ctx.report("OFF106", site.node, **fields)
 
@@ -103,3 +109,95 @@ def _host_alloc(ctx: FileContext, site: CallSite, use: Classified, creators: fro
     fix, replacement = device_create_fix(ctx, site, use, data, creator, inner_lib)
     ctx.report("OFF105", site.node, fix, api=use.api.display, creator=qualname, replacement=replacement)
     return True
+
+
+RANDOM_FILLS = frozenset({"random_", "uniform_", "normal_", "bernoulli_", "exponential_", "geometric_", "cauchy_",
+                          "log_normal_"})
+DEVICE_RNG = {"cupy": "cupy.random", "torch": "torch"}
+
+
+def _random_source(ctx: FileContext, site: CallSite, data: cst.BaseExpression) -> cst.Call | None:
+    """The host random draw `data` is (directly, through a fill method, or by the name's reaching binding)."""
+    sem = ctx.sem
+    from ..loops import is_random
+
+    node = data
+    if isinstance(node, cst.Name):
+        before = [e for e in site.scope.events[:site.index] if e.kind == "bind" and e.name == node.value]
+        if not before or before[-1].extra[0] != "=" or not isinstance(before[-1].extra[1], cst.Call):
+            return None
+        node = before[-1].extra[1]
+    while isinstance(node, cst.Call):
+        qualname = sem.qualify(node.func)
+        if is_random(qualname) and not qualname.startswith(("random.", "numba.")):
+            if sem.device_lib(node, site.scope) is not None:
+                return None  # torch.randn(..., device=...) is drawn on the device already
+            return node
+        if isinstance(node.func, cst.Attribute):
+            if node.func.attr.value in RANDOM_FILLS:
+                return node
+            node = node.func.value  # .long(), .float(): keep looking at what they convert
+            continue
+        return None
+    return None
+
+
+def _host_random(ctx: FileContext, site: CallSite, use: Classified) -> bool:
+    """OFF107: numbers drawn by a host generator, then uploaded, where the device library draws them itself."""
+    if use.api.library not in DEVICE_RNG or use.data is None:
+        return False
+    draw = _random_source(ctx, site, use.data)
+    if draw is None:
+        return False
+    sem = ctx.sem
+    qualname = sem.qualify(draw.func) or ""
+    creator = qualname.rpartition(".")[2]
+    fix = None
+    if use.api.library == "torch" and qualname.startswith("torch.") and draw is use.data:
+        fix, replacement = device_create_fix(ctx, site, use, draw, creator, "torch", safety="unsafe")
+    elif use.api.library == "torch":
+        replacement = "a torch creator with device= (torch.randn/rand/randint(..., device=...))"
+    else:
+        replacement = f"cupy.random.{creator}(...)" if qualname.startswith("numpy.random.") else "cupy.random"
+    ctx.report("OFF107", site.node, fix, api=use.api.display, draw=ctx.code(draw.func), replacement=replacement)
+    return True
+
+
+PYTHON_BUILDERS = frozenset({"builtins.list", "builtins.tuple", "builtins.int", "builtins.float", "builtins.len",
+                             "builtins.range", "builtins.sorted", "builtins.sum", "builtins.min", "builtins.max"})
+
+
+def _python_values(ctx: FileContext, site: CallSite, data: cst.BaseExpression, depth: int = 0) -> bool:
+    """Is the uploaded value built from Python numbers and lists (not an array the program computed)?"""
+    if depth > 4:
+        return False
+    sem = ctx.sem
+    if isinstance(data, (cst.List, cst.Tuple, cst.ListComp, cst.Integer, cst.Float)):
+        return True
+    if isinstance(data, cst.BinaryOperation):
+        return _python_values(ctx, site, data.left, depth + 1) and _python_values(ctx, site, data.right, depth + 1)
+    if isinstance(data, cst.Call):
+        qualname = sem.qualify(data.func)
+        if qualname in PYTHON_BUILDERS:
+            return True
+        if isinstance(data.func, cst.Attribute) and qualname is None:
+            return _python_values(ctx, site, data.func.value, depth + 1)  # torch.Tensor([[w]]).long()
+        if qualname is not None and qualname.split(".")[0] in ("torch", "numpy") and data.args and \
+                sem.array_lib(data, site.scope) is None:
+            return _python_values(ctx, site, data.args[0].value, depth + 1)  # torch.tensor([...]), np.array([...])
+        return False
+    if isinstance(data, cst.Name):
+        bindings = sem.assignments(data.value, site.scope)
+        if not bindings:
+            return False
+        for how, value in bindings:
+            if how in ("=", "aug") and isinstance(value, cst.BaseExpression):
+                if not _python_values(ctx, site, value, depth + 1):
+                    return False
+            elif how == "for" and isinstance(value, Unpack) and not value.index and isinstance(value.source, cst.Call):
+                if sem.qualify(value.source.func) != "builtins.range":
+                    return False
+            else:
+                return False
+        return True
+    return False

@@ -25,6 +25,7 @@ from __future__ import annotations
 import ctypes
 import math
 import os
+import threading
 import time
 import warnings
 from dataclasses import dataclass
@@ -83,6 +84,7 @@ class CupyBackend(Backend):
             self._pool = cupy.get_default_memory_pool()
             self._malloc = cupy.cuda.alloc
         self.in_use = 0
+        self._counting = threading.Lock()  # launches of several threads allocate and free at once
         self.present = PresentTable()
         self.is_hip = bool(rt.is_hip)
         self._device_id = cupy.cuda.Device().id
@@ -139,13 +141,15 @@ class CupyBackend(Backend):
                 nbytes,
                 self.in_use,
             ) from None
-        self.in_use += nbytes
+        with self._counting:
+            self.in_use += nbytes
         return cupy.ndarray(shape, dtype, memptr=mem, strides=strides)
 
     def free(self, dev: Any) -> None:
         # The memory goes back to the pool when the last reference dies; the
         # pool is stream-ordered, so kernels still queued are safe.
-        self.in_use -= dev.nbytes
+        with self._counting:
+            self.in_use -= dev.nbytes
 
     def view(self, dev: Any, offset: int, shape: tuple[int, ...], strides: tuple[int, ...], dtype: np.dtype[Any]) -> Any:
         return cupy.ndarray(shape, dtype, memptr=dev.data + offset, strides=strides)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 from typing import Any, Sequence
 
 import numpy as np
@@ -49,6 +50,7 @@ class NumpyBackend(Backend):
             raise ValueError("NumpyBackend capacity must be a positive number of bytes")
         self.capacity = capacity if capacity is not None else _capacity_from_env()
         self.in_use = 0
+        self._counting = threading.Lock()  # launches of several threads allocate and free at once
         self.present = PresentTable()
 
     @property
@@ -58,28 +60,32 @@ class NumpyBackend(Backend):
 
     def empty(self, shape: tuple[int, ...], dtype: np.dtype[Any], strides: tuple[int, ...]) -> Any:
         nbytes = math.prod(shape) * dtype.itemsize
-        if self.capacity is not None and self.in_use + nbytes > self.capacity:
-            raise DeviceMemoryError(
-                f"device out of memory: asked for {nbytes} bytes with {self.in_use} of "
-                f"{self.capacity} in use; free device arrays or map fewer at once",
-                nbytes,
-                self.in_use,
-            )
+        with self._counting:  # check and reserve in one step, so two threads cannot both take the last bytes
+            if self.capacity is not None and self.in_use + nbytes > self.capacity:
+                raise DeviceMemoryError(
+                    f"device out of memory: asked for {nbytes} bytes with {self.in_use} of "
+                    f"{self.capacity} in use; free device arrays or map fewer at once",
+                    nbytes,
+                    self.in_use,
+                )
+            self.in_use += nbytes
         try:
             # One flat byte buffer per allocation, viewed with the requested
             # strides, so that `view()` can address any byte of it.
             raw = np.empty(max(nbytes, 1), dtype=np.uint8)
         except MemoryError:
+            with self._counting:
+                self.in_use -= nbytes
             raise DeviceMemoryError(
                 f"device out of memory: asked for {nbytes} bytes with {self.in_use} in use",
                 nbytes,
                 self.in_use,
             ) from None
-        self.in_use += nbytes
         return np.ndarray(shape, dtype=dtype, buffer=raw, offset=0, strides=strides)
 
     def free(self, dev: Any) -> None:
-        self.in_use -= dev.nbytes
+        with self._counting:
+            self.in_use -= dev.nbytes
 
     def upload(self, host: np.ndarray[Any, Any], dev: Any) -> None:
         np.copyto(dev, host, casting="no")

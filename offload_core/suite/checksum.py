@@ -4,9 +4,13 @@ RAJAPerf reduces an output array to one number with
 `sum_j (|sin(j+1)| + 0.5) * x[j]`: the weights break the symmetry a plain
 sum would have (a permuted or shifted result would still match), and the
 terms are accumulated in `long double` with Kahan compensation so that the
-summation itself adds no error worth speaking of. The weight and the
-product are computed in `double` (that is how the C expression evaluates),
-only the accumulation is extended.
+summation itself adds no error worth speaking of. The weight is computed in
+`double` with the C library's `sin` (here `math.sin`, which calls it, so
+the weights are bit for bit RAJAPerf's whatever SIMD code NumPy's own `sin`
+uses on a machine); the product is taken in `long double`, because
+RAJAPerf reads each element through a getter that returns it as a `long
+double` (`calcChecksumImpl`, since its 2024 rewrite; before that the
+product was a `double`).
 
 A Python loop over 10^6 elements would take seconds, so the compensated
 accumulation here is vectorised instead: a pairwise reduction in
@@ -25,6 +29,7 @@ normal 1e-10, loose 5e-6).
 
 from __future__ import annotations
 
+import math
 from typing import Iterable
 
 import numpy as np
@@ -33,9 +38,24 @@ import numpy as np
 TOLERANCES: dict[str, float] = {"zero": 0.0, "tight": 1e-14, "normal": 1e-10, "loose": 5e-6}
 
 
-def weights(n: int) -> np.ndarray:
-    """The per-index weights |sin(j+1)| + 0.5, in double."""
-    return np.abs(np.sin(np.arange(n, dtype=np.float64) + 1.0)) + 0.5
+class _Weights:
+    """|sin(j+1)| + 0.5 for j = 0, 1, ..., computed once for the longest array seen and sliced after."""
+
+    def __init__(self) -> None:
+        self._values = np.zeros(0)
+
+    def __call__(self, n: int) -> np.ndarray:
+        if n > self._values.size:
+            start = self._values.size
+            more = np.fromiter((math.sin(j + 1.0) for j in range(start, max(n, 2 * start))), dtype=np.float64)
+            values = np.concatenate([self._values, np.abs(more) + 0.5])
+            values.flags.writeable = False
+            self._values = values
+        return self._values[:n]
+
+
+#: The per-index weights |sin(j+1)| + 0.5, in double, with the C library's sin (read-only views).
+weights = _Weights()
 
 
 def compensated_sum(values: np.ndarray) -> np.longdouble:
@@ -59,9 +79,9 @@ def compensated_sum(values: np.ndarray) -> np.longdouble:
 
 
 def array_checksum(values: np.ndarray) -> np.longdouble:
-    """`calcChecksum(ptr, len)` of a flat float64 array."""
+    """`calcChecksum(ptr, len)` of a flat float64 array: double weights times long-double values."""
     flat = np.ascontiguousarray(values, dtype=np.float64).ravel()
-    return compensated_sum(weights(flat.size) * flat)
+    return compensated_sum(weights(flat.size).astype(np.longdouble) * flat.astype(np.longdouble))
 
 
 def scalar_checksum(value: float) -> np.longdouble:

@@ -97,12 +97,13 @@ extern "C" __global__ void atax_2(double* y, const double* A, const double* tmp,
 }
 """
 
-_TILE = 16
+# RAJAPerf's Base_CUDA block for GEMM and 2MM: 32 threads along a row (j), block size / 32 = 8 rows (i).
+_BX, _BY = 32, 8
 
 
 def _grid_rows_cols(rows: str, cols: str):  # type: ignore[no-untyped-def]
     def grid(**named: object) -> tuple[int, int]:
-        return (blocks(int(named[cols]), _TILE), blocks(int(named[rows]), _TILE))  # type: ignore[call-overload]
+        return (blocks(int(named[cols]), _BX), blocks(int(named[rows]), _BY))  # type: ignore[call-overload]
 
     return grid
 
@@ -132,13 +133,13 @@ def _atax_2(y: np.ndarray, A: np.ndarray, tmp: np.ndarray, N: np.int64) -> None:
 
 GEMM_K = RawKernel(_GEMM_C, "gemm", [("C", Out[F8]), ("A", In[F8]), ("B", In[F8]), ("alpha", F8), ("ni", I8),
                                      ("nj", I8), ("nk", I8)],
-                   grid=_grid_rows_cols("ni", "nj"), block=(_TILE, _TILE), cpu=_gemm)
+                   grid=_grid_rows_cols("ni", "nj"), block=(_BX, _BY), cpu=_gemm)
 MM2_1_K = RawKernel(_2MM_C, "mm2_1", [("tmp", Out[F8]), ("A", In[F8]), ("B", In[F8]), ("alpha", F8), ("ni", I8),
                                       ("nj", I8), ("nk", I8)],
-                    grid=_grid_rows_cols("ni", "nj"), block=(_TILE, _TILE), cpu=_gemm)
+                    grid=_grid_rows_cols("ni", "nj"), block=(_BX, _BY), cpu=_gemm)
 MM2_2_K = RawKernel(_2MM_C, "mm2_2", [("D", Out[F8]), ("tmp", In[F8]), ("C", In[F8]), ("beta", F8), ("ni", I8),
                                       ("nl", I8), ("nj", I8)],
-                    grid=_grid_rows_cols("ni", "nl"), block=(_TILE, _TILE), cpu=_mm2_2)
+                    grid=_grid_rows_cols("ni", "nl"), block=(_BX, _BY), cpu=_mm2_2)
 ATAX_1_K = RawKernel(_ATAX_C, "atax_1", [("tmp", Out[F8]), ("y", Out[F8]), ("A", In[F8]), ("x", In[F8]), ("N", I8)],
                      grid=grid_1d("N"), block=256, cpu=_atax_1)
 ATAX_2_K = RawKernel(_ATAX_C, "atax_2", [("y", InOut[F8]), ("A", In[F8]), ("tmp", In[F8]), ("N", I8)],

@@ -34,7 +34,7 @@ from .checksum import TOLERANCES, relative_difference
 from .registry import select
 from .spec import Benchmark, Problem
 from .timing import Clock, HostClock, host_peak_bandwidth, middle
-from .variants import VARIANTS, Pass, host_baseline, offload_variant, run_once
+from .variants import VARIANTS, Pass, host_baseline, not_applicable, offload_variant, run_once
 
 Progress = Callable[[str], None]
 
@@ -126,6 +126,8 @@ class SuiteResult:
     kernels: tuple[KernelResult, ...] = field(default=())
     #: whether the batched variant replayed its rep loop as a captured device graph
     graphs: bool = False
+    #: variants asked for that cannot run on this backend, with the reason (reported, never timed)
+    not_applicable: dict[str, str] = field(default_factory=dict)
 
 
 def _on_gpu(be: Backend) -> bool:
@@ -193,11 +195,16 @@ class Runner:
         #: capture the batched rep loop as a device graph (default: on a GPU)
         self.graphs = self.gpu if graphs is None else graphs
 
+    def not_applicable(self, variant: str) -> str | None:
+        """Why `variant` cannot run on this runner's backend, or None."""
+        return not_applicable(variant, self.backend.name)
+
     def _clock(self, variant: str) -> Clock:
         if self.gpu:
             from .cupy_baseline import DeviceClock
 
-            return DeviceClock(None if variant == "baseline" else getattr(self.backend, "stream", None))
+            hand_written = variant in ("baseline", "baseline-graph")
+            return DeviceClock(None if hand_written else getattr(self.backend, "stream", None))
         return HostClock(self.backend.synchronize)
 
     def _run(self, variant: str, problem: Problem, reps: int) -> Pass:
@@ -208,10 +215,14 @@ class Runner:
 
                 return cupy_baseline(problem, reps, clock)
             return host_baseline(problem, reps, clock)
+        if variant == "baseline-graph":
+            from .cupy_baseline import cupy_baseline_graph
+
+            return cupy_baseline_graph(problem, reps, clock)
         return offload_variant(problem, reps, clock, graphs=self.graphs)
 
     def _variant(self, bench: Benchmark, variant: str, size_factor: float, reps: int) -> VariantResult:
-        if variant == "baseline":
+        if variant in ("baseline", "baseline-graph"):
             self._run(variant, bench.problem(size_factor), 1)  # warm-up
             transfers = _baseline_transfers(bench.problem(size_factor), reps, self.gpu)
         else:
@@ -230,15 +241,19 @@ class Runner:
         return VariantResult(variant, tuple(times), tuple(totals), checksum, transfers)
 
     def kernel(self, bench: Benchmark, variants: Sequence[str], size_factor: float, reps: int | None) -> KernelResult:
-        """All requested variants of one benchmark."""
+        """All requested variants of one benchmark that apply on this backend (see `not_applicable`)."""
         unknown = [v for v in variants if v not in VARIANTS]
         if unknown:
             raise ValueError(f"unknown variant {unknown[0]!r}; choose from {', '.join(VARIANTS)}")
+        runnable = [v for v in VARIANTS if v in variants and self.not_applicable(v) is None]
+        if not runnable:
+            reasons = "; ".join(f"{v}: {self.not_applicable(v)}" for v in variants)
+            raise ValueError(f"nothing to run ({reasons})")
         run_reps = bench.default_reps if reps is None else reps
         previous = get_mode()
         results: dict[str, VariantResult] = {}
         try:
-            for variant in [v for v in VARIANTS if v in variants]:
+            for variant in runnable:
                 set_mode("naive" if variant == "naive" else "batched")
                 results[variant] = self._variant(bench, variant, size_factor, run_reps)
         finally:
@@ -254,11 +269,19 @@ class Runner:
 def measure(benchmarks: Iterable[Benchmark], variants: Sequence[str] = VARIANTS, size_factor: float = 1.0,
             reps: int | None = None, passes: int = 3, progress: Progress | None = None,
             graphs: bool | None = None) -> SuiteResult:
-    """Time every benchmark in every variant on the active backend."""
+    """Time every benchmark in every variant on the active backend.
+
+    A variant that cannot run on the backend (baseline-graph without a GPU)
+    is not timed; the result names it with the reason, so the report can
+    say so instead of leaving a blank.
+    """
     runner = Runner(passes, progress, graphs)
+    skipped = {v: r for v in VARIANTS if v in variants and (r := runner.not_applicable(v)) is not None}
+    if skipped and all(v in skipped for v in variants):
+        raise ValueError(f"nothing to run ({'; '.join(f'{v}: {r}' for v, r in skipped.items())})")
     env = environment(runner.backend)
     results = tuple(runner.kernel(b, variants, size_factor, reps) for b in benchmarks)
-    return SuiteResult(env, size_factor, reps, passes, results, runner.graphs)
+    return SuiteResult(env, size_factor, reps, passes, results, runner.graphs, skipped)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
-"""The three ways the suite runs a problem: hand-written baseline, offload batched, offload naive.
+"""The four ways the suite runs a problem: hand-written baseline (launched, or graph-captured), offload batched, naive.
 
-All three walk the same `Step`s with the same kernels; only the data
-movement differs, which is the point of the comparison:
+All four walk the same `Step`s with the same kernels; only the data
+movement and the way launches are issued differ, which is the point of
+the comparison:
 
 * **baseline**: hand-written code with explicit copies done once. On the
   NumPy backend that is plain NumPy: the kernels' NumPy bodies called
@@ -9,6 +10,13 @@ movement differs, which is the point of the comparison:
   it is hand-written CuPy (`cupy_baseline.py`): the same CUDA source
   through `cupy.RawKernel`, `cp.asarray` once before the reps and `.get()`
   once after, the analog of RAJAPerf's Base_CUDA variant.
+* **baseline-graph**: the same hand-written CuPy, with its whole rep loop
+  captured once by hand as a CUDA/HIP graph (CuPy's stream capture) and
+  launched as one graph: the best a CuPy programmer can do about launch
+  overhead, which is what the batched variant's `r.capture()` removes too.
+  On the NumPy backend it does not apply: there is no device and no
+  launch to capture (plain NumPy calls), so it is reported as not
+  applicable rather than timed (`not_applicable`).
 * **batched**: `offload()` launches inside one `region` that maps every
   array for the whole rep loop, by its ownership (In, Out or read-write).
 * **naive**: the same code run with `set_mode("naive")`, so the region
@@ -38,7 +46,18 @@ from ..settings import get_mode
 from .spec import Problem
 from .timing import Clock
 
-VARIANTS = ("baseline", "batched", "naive")
+VARIANTS = ("baseline", "baseline-graph", "batched", "naive")
+
+#: Why baseline-graph has no meaning where there is no GPU.
+NO_DEVICE_GRAPH = ("not applicable on the {backend} backend: it captures the hand-written CuPy launches as a "
+                   "CUDA/HIP graph, and the host baseline launches nothing (plain NumPy calls)")
+
+
+def not_applicable(variant: str, backend: str) -> str | None:
+    """Why `variant` cannot run on the backend named `backend`, or None when it can."""
+    if variant == "baseline-graph" and backend != "cupy":
+        return NO_DEVICE_GRAPH.format(backend=backend)
+    return None
 
 
 @dataclass(frozen=True)

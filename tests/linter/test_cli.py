@@ -181,6 +181,9 @@ def test_configuration_in_pyproject(tree: Path) -> None:
         ("[tool.offload-lint.options.OFF104]\nconversions = 'float'\n", "option OFF104.conversions must be list, got str"),
         ("[tool.offload-lint]\nextend-apis = ['nowhere.yaml']\n", "extend-apis file"),
         ("[tool.offload-lint]\nignore = ['XYZ1']\n", "unknown rule code or prefix 'XYZ1'"),
+        ("[tool.offload-lint]\nselect = 'OFF101'\n", "'select' must be an array of strings, got a string"),
+        ("[tool.offload-lint]\ncache-dir = 3\n", "'cache-dir' must be a folder name (a non-empty string), got an integer"),
+        ("[tool.offload-lint.per-file-ignores]\n'x/*' = 'OFF101'\n", "'per-file-ignores.x/*' must be an array of strings"),
     ],
 )
 def test_bad_configuration_is_one_line_and_exit_two(tree: Path, toml: str, message: str) -> None:

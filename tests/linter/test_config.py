@@ -48,6 +48,43 @@ def test_options_reach_the_settings_and_are_checked(tmp_path: Path) -> None:
         load_config(write(tmp_path, "[tool.offload-lint.options.OFF999]\nx = 1\n"), RULES)
 
 
+@pytest.mark.parametrize(
+    "toml, message",
+    [
+        ("select = 'OFF101'", "'select' must be an array of strings, got a string (write ['OFF101'])"),
+        ("ignore = 'OFF104'", "'ignore' must be an array of strings, got a string (write ['OFF104'])"),
+        ("extend-select = ['OFF106', 7]", "'extend-select' must be an array of non-empty strings, got an integer in it"),
+        ("exclude = ['build', '']", "'exclude' must be an array of non-empty strings, got an empty string in it"),
+        ("extend-apis = 'apis.yaml'", "'extend-apis' must be an array of strings, got a string (write ['apis.yaml'])"),
+        ("cache-dir = 3", "'cache-dir' must be a folder name (a non-empty string), got an integer"),
+        ("cache-dir = ''", "'cache-dir' must be a folder name (a non-empty string), got an empty string"),
+        ("cache-dir = ['.c']", "'cache-dir' must be a folder name (a non-empty string), got an array"),
+        ("per-file-ignores = 'tests/*'", "'per-file-ignores' must be a table of pattern = [codes]"),
+        ("[tool.offload-lint.per-file-ignores]\n'tests/*' = 'OFF101'",
+         "'per-file-ignores.tests/*' must be an array of strings, got a string (write ['OFF101'])"),
+        ("[tool.offload-lint.options.OFF104]\nconversions = ['float', true]", "option OFF104.conversions must be a list of str"),
+    ],
+)
+def test_values_of_the_wrong_type_are_refused_as_docs_linter_md_says(tmp_path: Path, toml: str, message: str) -> None:
+    path = write(tmp_path, "[tool.offload-lint]\n" + toml + "\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, RULES)
+    assert str(caught.value) == f"{path}: [tool.offload-lint] {message}" or str(caught.value) == f"{path}: {message}"
+    assert "\n" not in str(caught.value)
+    assert not (tmp_path / "3").exists()
+
+
+def test_a_float_option_takes_an_integer_but_not_a_boolean(tmp_path: Path) -> None:
+    floats = [(code, key) for code, rule in RULES.items() for key, value in rule.options.items() if type(value) is float]
+    if not floats:
+        pytest.skip("no rule has a float option")
+    code, key = floats[0]
+    config = load_config(write(tmp_path, f"[tool.offload-lint.options.{code}]\n{key} = 3\n"), RULES)
+    assert config.options[code][key] == 3
+    with pytest.raises(ConfigError, match=f"option {code}.{key} must be float, got bool"):
+        load_config(write(tmp_path, f"[tool.offload-lint.options.{code}]\n{key} = true\n"), RULES)
+
+
 def test_discovery_walks_up_to_the_nearest_section(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text("[tool.offload-lint]\nignore = ['OFF104']\n")
     inner = tmp_path / "a" / "b"

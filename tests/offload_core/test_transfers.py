@@ -1,4 +1,4 @@
-"""The transfer table of DESIGN.md, row by row: counts and bytes of every copy, exactly."""
+"""The transfer table of docs/design.md, row by row: counts and bytes of every copy, exactly."""
 
 from __future__ import annotations
 

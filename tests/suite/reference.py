@@ -28,7 +28,7 @@ def kahan_checksum(*arrays: np.ndarray) -> np.longdouble:
         part = np.longdouble(0.0)
         carry = np.longdouble(0.0)
         for j, v in enumerate(np.ravel(x).tolist()):
-            y = np.longdouble((abs(math.sin(j + 1.0)) + 0.5) * v) - carry
+            y = np.longdouble(abs(math.sin(j + 1.0)) + 0.5) * np.longdouble(v) - carry
             t = part + y
             carry = (t - part) - y
             part = t

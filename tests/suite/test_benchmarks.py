@@ -1,4 +1,4 @@
-"""Each benchmark computes RAJAPerf's result, and its three variants agree on the checksum."""
+"""Each benchmark computes RAJAPerf's result, and its variants agree on the checksum."""
 
 from __future__ import annotations
 
@@ -48,8 +48,9 @@ def test_default_problems_have_rajaperf_dimensions() -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_all_variants_agree_at_a_small_size_with_default_reps(name: str) -> None:
-    result = Runner(passes=1).kernel(BY_NAME[name], VARIANTS, 0.002, None)
-    assert list(result.variants) == list(VARIANTS)
+    runner = Runner(passes=1)
+    result = runner.kernel(BY_NAME[name], VARIANTS, 0.002, None)
+    assert list(result.variants) == [v for v in VARIANTS if runner.not_applicable(v) is None]
     assert result.reference == "baseline"
     for variant, diff in result.differences.items():
         assert diff <= result.tolerance_value, f"{name} {variant}: relative difference {diff:.3e}"

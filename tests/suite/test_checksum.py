@@ -17,11 +17,11 @@ from offload_core.suite.checksum import (
 
 
 def kahan_loop(x: np.ndarray) -> np.longdouble:
-    """RAJAPerf's calcChecksum, one element at a time: weight and product in double, Kahan in long double."""
+    """RAJAPerf's calcChecksum, one element at a time: weight in double, product and Kahan sum in long double."""
     total = np.longdouble(0.0)
     carry = np.longdouble(0.0)
     for j, v in enumerate(x.tolist()):
-        term = np.longdouble((abs(math.sin(j + 1.0)) + 0.5) * v)
+        term = np.longdouble(abs(math.sin(j + 1.0)) + 0.5) * np.longdouble(v)
         y = term - carry
         t = total + y
         carry = (t - total) - y
@@ -33,6 +33,23 @@ def test_matches_the_sequential_kahan_loop() -> None:
     x = np.random.default_rng(7).standard_normal(20_000) * 1e3
     ref = kahan_loop(x)
     assert abs(float((array_checksum(x) - ref) / ref)) < 1e-17
+
+
+def test_weights_are_the_c_librarys_and_grow_on_demand() -> None:
+    from offload_core.suite.checksum import weights
+
+    assert weights(5).tolist() == [abs(math.sin(j + 1.0)) + 0.5 for j in range(5)]
+    long = weights(3001)
+    assert long.size == 3001 and long[:5].tolist() == weights(5).tolist()
+    assert long[3000] == abs(math.sin(3001.0)) + 0.5
+    assert not long.flags.writeable
+
+
+def test_the_product_is_taken_in_long_double() -> None:
+    # a value whose product with the first weight rounds differently in double and in long double
+    w = abs(math.sin(1.0)) + 0.5
+    x = next(v for v in (1 / 3, 1 / 7, 0.1, 2 / 3, 1 / 11) if np.longdouble(w * v) != np.longdouble(w) * np.longdouble(v))
+    assert array_checksum(np.array([x])) == np.longdouble(w) * np.longdouble(x)
 
 
 def test_weights_make_order_matter() -> None:

@@ -31,17 +31,22 @@ def test_whole_suite_prints_one_row_per_kernel_and_writes_the_json(tmp_path: Pat
     proc = bench(*SMALL, "--json", str(out))
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines[0].split()[:6] == ["kernel", "size", "reps", "baseline", "ms", "batched"]
+    assert lines[0].split()[:8] == ["kernel", "size", "reps", "baseline", "ms", "baseline-graph", "ms", "batched"]
     rows = {line.split()[0]: line.split() for line in lines[2:2 + len(NAMES)]}
     assert list(rows) == list(NAMES)
     assert all(row[-1] == "yes" for row in rows.values())
     assert rows["TRIAD"][1:3] == ["2000", "2"]
+    assert all(row[4] == "n/a" and row[8] == "n/a" for row in rows.values())  # baseline-graph, bat/base-graph
     assert "peak (measured copy)" in proc.stdout and "batched/baseline geomean" in proc.stdout
+    assert "baseline-graph: not applicable on the numpy backend" in proc.stdout
 
     data = json.loads(out.read_text())
     assert [k["kernel"] for k in data["kernels"]] == list(NAMES)
+    assert list(data["not_applicable"]) == ["baseline-graph"]
+    assert "numpy backend" in data["not_applicable"]["baseline-graph"]
     for k in data["kernels"]:
         assert set(k["variants"]) == {"baseline", "batched", "naive"}
+        assert k["ratios"]["batched/baseline-graph"] is None
         assert k["checksums_agree"] is True
         for v in k["variants"].values():
             assert v["time_s"] > 0 and len(v["times_s"]) == 1
@@ -63,7 +68,9 @@ def test_console_script_selects_kernels_and_variants_and_reports_progress() -> N
     names = [line.split()[0] for line in proc.stdout.splitlines()[2:8]]
     assert names == ["ADD", "COPY", "DOT", "MUL", "TRIAD", "DAXPY"]
     triad = next(line.split() for line in proc.stdout.splitlines() if line.startswith("TRIAD"))
-    assert triad[4] == "-" and triad[6] == "-"  # no batched column, so no ratios
+    assert triad[4] == "-" and triad[5] == "-"  # baseline-graph and batched not asked for
+    assert triad[7] == "-" and triad[9] == "-"  # so no bat/base and no naive/bat
+    assert "not applicable" not in proc.stdout
     progress = proc.stderr.splitlines()
     assert progress and all(line.startswith("offload-bench: ") for line in progress)
     assert any("TRIAD naive: pass 1/1" in line for line in progress)
@@ -88,6 +95,7 @@ def test_quiet_prints_nothing_on_stderr_and_list_shows_defaults() -> None:
     (["--reps", "0"], "--reps: must be a positive integer"),
     (["--passes", "two"], "--passes: must be a positive integer"),
     (["--variants", "fast"], "unknown variant 'fast'"),
+    (["--variants", "baseline-graph"], "nothing to run (baseline-graph: not applicable on the numpy backend"),
     (["--json", "/no/such/folder/r.json"], "cannot write --json"),
     (["--frobnicate"], "unrecognized arguments"),
 ])
@@ -97,6 +105,42 @@ def test_bad_input_fails_with_one_line_and_exit_2(args: list[str], message: str)
     assert proc.stdout == ""
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert proc.stderr.startswith("offload-bench: error: ") and message in proc.stderr
+
+
+def test_a_folder_as_json_path_says_so(tmp_path: Path) -> None:
+    proc = bench("--json", str(tmp_path), "--kernels", "DAXPY", *SMALL)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == (f"offload-bench: error: --json {str(tmp_path)!r} is a folder; give a file name, such as "
+                           f"{str(tmp_path / 'results.json')!r}\n")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_json_file_that_cannot_be_written_in_the_end_exits_2() -> None:
+    proc = bench("--json", "/dev/full", "--kernels", "DAXPY", "-q", *SMALL)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == "offload-bench: error: cannot write --json '/dev/full': No space left on device\n"
+
+
+def test_the_json_file_takes_the_umask(tmp_path: Path) -> None:
+    modes = []
+    for umask in (0o022, 0o077):
+        out = tmp_path / f"r-{umask:o}.json"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OFFLOAD_")}
+        proc = subprocess.run(
+            [sys.executable, "-m", "offload_core.suite", "--json", str(out), "--kernels", "DAXPY", "-q", *SMALL],
+            capture_output=True, text=True, env={**env, "OFFLOAD_BACKEND": "numpy"}, timeout=300,
+            preexec_fn=lambda u=umask: os.umask(u),  # type: ignore[misc]
+        )
+        assert proc.returncode == 0, proc.stderr
+        modes.append(out.stat().st_mode & 0o777)
+    assert modes == [0o644, 0o600]
+
+
+def test_version() -> None:
+    from offload_core import __version__
+
+    proc = bench("--version")
+    assert (proc.returncode, proc.stdout) == (0, f"offload-bench {__version__}\n")
 
 
 def test_an_unusable_backend_is_bad_input() -> None:

@@ -51,6 +51,29 @@ def test_cupy_baseline_agrees_with_numpy(name: str) -> None:
     assert diff <= TOLERANCES[BY_NAME[name].tolerance], f"{name}: {diff:.3e}"
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_graph_captured_baseline_computes_exactly_what_the_launched_one_does(name: str) -> None:
+    from offload_core.suite.cupy_baseline import DeviceClock, cupy_baseline, cupy_baseline_graph
+
+    launched, captured = BY_NAME[name].problem(FACTOR), BY_NAME[name].problem(FACTOR)
+    cupy_baseline(launched, REPS, DeviceClock())
+    done = cupy_baseline_graph(captured, REPS, DeviceClock())
+    assert done.loop_s > 0 and done.total_s >= done.loop_s
+    # the same kernels in the same order on the same data: the same bits, reductions included
+    assert captured.checksum(captured.arrays) == launched.checksum(launched.arrays), name
+    for array in launched.arrays:
+        np.testing.assert_array_equal(captured.arrays[array], launched.arrays[array])
+
+
+def test_graph_captured_baseline_runs_every_rep() -> None:
+    from offload_core.suite.cupy_baseline import DeviceClock, cupy_baseline_graph
+
+    one, many = BY_NAME["DAXPY"].problem(FACTOR), BY_NAME["DAXPY"].problem(FACTOR)
+    cupy_baseline_graph(one, 1, DeviceClock())
+    cupy_baseline_graph(many, 7, DeviceClock())
+    np.testing.assert_allclose(many.arrays["y"], 7 * one.arrays["y"], rtol=1e-14)  # y += a * x, from y = 0
+
+
 @pytest.mark.parametrize("mode", ["batched", "naive"])
 @pytest.mark.parametrize("name", NAMES)
 def test_offload_variants_on_the_cupy_backend_agree_with_numpy(name: str, mode: str) -> None:
@@ -96,6 +119,11 @@ def test_offload_bench_on_the_gpu_writes_cupy_metadata(tmp_path: Path) -> None:
     data = json.loads(out.read_text())
     assert data["backend"] == "cupy" and "cupy" in data["versions"] and "driver" in data["versions"]
     assert all(k["checksums_agree"] for k in data["kernels"])
+    assert data["not_applicable"] == {}
     triad = next(k for k in data["kernels"] if k["kernel"] == "TRIAD")
+    assert list(triad["variants"]) == ["baseline", "baseline-graph", "batched", "naive"]
     assert triad["variants"]["baseline"]["transfers"]["h2d"] == 2  # b and c once; a is only allocated
+    assert triad["variants"]["baseline-graph"]["transfers"] == triad["variants"]["baseline"]["transfers"]
+    assert triad["variants"]["baseline-graph"]["rel_diff"] == 0.0
+    assert triad["ratios"]["batched/baseline-graph"] > 0
     assert triad["variants"]["naive"]["transfers"]["h2d"] == 2 * 5

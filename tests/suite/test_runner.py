@@ -111,3 +111,15 @@ def test_graph_replay_of_the_batched_loop_computes_what_launching_does() -> None
     for a, b in zip(plain.kernels, replayed.kernels):
         assert a.variants["batched"].checksum == b.variants["batched"].checksum, a.name
         assert b.checksums_agree, b.name
+
+
+def test_baseline_graph_is_recorded_as_not_applicable_without_a_gpu() -> None:
+    result = measure([BY_NAME["ADD"]], ["baseline-graph", "batched"], 0.001, 2, 1)
+    assert list(result.kernels[0].variants) == ["batched"]
+    reason = result.not_applicable["baseline-graph"]
+    assert reason.startswith("not applicable on the numpy backend") and "CUDA/HIP graph" in reason
+    assert measure([BY_NAME["ADD"]], ["baseline", "batched"], 0.001, 2, 1).not_applicable == {}
+    with pytest.raises(ValueError, match=r"nothing to run \(baseline-graph: not applicable"):
+        measure([BY_NAME["ADD"]], ["baseline-graph"], 0.001, 2, 1)
+    with pytest.raises(ValueError, match="nothing to run"):
+        Runner(passes=1).kernel(BY_NAME["ADD"], ["baseline-graph"], 0.001, 2)

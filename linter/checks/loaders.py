@@ -1,0 +1,134 @@
+"""Data loaders that feed the GPU from pageable memory: OFF109.
+
+A PyTorch DataLoader without `pin_memory=True` hands out batches in
+ordinary (pageable) host memory. Copying such a batch to the GPU goes
+through a staging buffer at a fraction of the link's speed and always
+blocks the host, so `non_blocking=True` cannot overlap it with compute.
+The rule connects a loader to the loop that consumes it, in the same file:
+the loader is bound to a name, and a `for` loop iterates that name
+(directly, or through `enumerate`, `tqdm`, `zip`, `iter`), either in the
+same scope or in a function of the file that receives the loader as an
+argument; inside the loop the batch (the loop target) is copied to the
+device. A loader whose `pin_memory` is an expression (a flag) or that is
+built with `**kwargs` is the user's choice and is not reported.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..context import FileContext
+from ..findings import Edit
+from ..model import CallSite, Loop, Scope, Unpack
+from . import check
+
+WRAPPERS = frozenset({"enumerate", "tqdm", "zip", "iter", "islice", "trange"})
+
+
+@check("OFF109")
+def unpinned_loaders(ctx: FileContext) -> None:
+    sem = ctx.sem
+    for site in ctx.index.calls:
+        qualname = sem.qualify(site.node.func) or ""
+        if not (qualname.startswith("torch.") and qualname.endswith(".DataLoader")):
+            continue
+        if _pinned(site.node) is not False:
+            continue
+        name = _bound_name(site)
+        if name is None:
+            continue
+        for loop in ctx.index.loops:
+            if loop.kind == "for" and _consumes(ctx, loop, name, site.scope) and _uploads_batches(ctx, loop):
+                ctx.report("OFF109", site.node, _pin_fix(ctx, site), loop_line=ctx.line(loop.node))
+                break
+
+
+def _pinned(call: cst.Call) -> bool | None:
+    """True/False for a literal `pin_memory=`, False when absent, None when an expression or **kwargs decides."""
+    for arg in call.args:
+        if arg.star == "**":
+            return None
+        if arg.keyword is not None and arg.keyword.value == "pin_memory":
+            if isinstance(arg.value, cst.Name) and arg.value.value in ("True", "False"):
+                return arg.value.value == "True"
+            return None
+    return False
+
+
+def _bound_name(site: CallSite) -> str | None:
+    statement = site.small
+    if isinstance(statement, (cst.Assign, cst.AnnAssign)) and statement.value is site.node:
+        targets = [t.target for t in statement.targets] if isinstance(statement, cst.Assign) else [statement.target]
+        if len(targets) == 1 and isinstance(targets[0], cst.Name):
+            return targets[0].value
+    return None
+
+
+def _iterated_name(loop: Loop) -> cst.Name | None:
+    node = loop.node.iter if isinstance(loop.node, cst.For) else None
+    while isinstance(node, cst.Call) and isinstance(node.func, (cst.Name, cst.Attribute)) and node.args:
+        func = node.func.value if isinstance(node.func, cst.Name) else node.func.attr.value
+        if func not in WRAPPERS:
+            return None
+        node = node.args[0].value
+    return node if isinstance(node, cst.Name) else None
+
+
+def _consumes(ctx: FileContext, loop: Loop, name: str, scope: Scope) -> bool:
+    """Does the loop iterate the loader bound to `name` in `scope`?"""
+    iterated = _iterated_name(loop)
+    if iterated is None:
+        return False
+    if loop.scope is scope or _nested_in(loop.scope, scope):
+        return iterated.value == name and not (loop.scope is not scope and iterated.value in loop.scope.assigns)
+    # a function of the file that receives the loader: every call passing `name` for that parameter
+    function = loop.scope
+    param = iterated.value
+    if param not in function.params or not isinstance(function.node, cst.FunctionDef):
+        return False
+    positional = [p.name.value for p in (*function.node.params.posonly_params, *function.node.params.params)]
+    for call in ctx.sem.calls_of(function):
+        for k, arg in enumerate(call.node.args):
+            hit = (arg.keyword is not None and arg.keyword.value == param) or (
+                arg.keyword is None and not arg.star and k < len(positional) and positional[k] == param)
+            if hit and isinstance(arg.value, cst.Name) and arg.value.value == name and call.scope is scope:
+                return True
+    return False
+
+
+def _nested_in(inner: Scope, outer: Scope) -> bool:
+    s = inner.parent
+    while s is not None:
+        if s is outer:
+            return True
+        s = s.parent
+    return False
+
+
+def _uploads_batches(ctx: FileContext, loop: Loop) -> bool:
+    """Is something the loop target holds copied host->device inside the loop?"""
+    sem = ctx.sem
+    targets = {name for name, values in loop.scope.assigns.items()
+               for how, value in values if how == "for" and isinstance(value, Unpack)
+               and isinstance(loop.node, cst.For) and value.source is loop.node.iter}
+    if not targets:
+        return False
+    for site in loop.calls:
+        use = sem.classify(site.node, site.scope)
+        if use is None or use.kind != "h2d" or use.api.library != "torch" or use.data is None:
+            continue
+        root = use.data
+        while isinstance(root, (cst.Subscript, cst.Attribute)):
+            root = root.value
+        if isinstance(root, cst.Name) and root.value in targets:
+            return True
+    return False
+
+
+def _pin_fix(ctx: FileContext, site: CallSite):  # type: ignore[no-untyped-def]
+    call = site.node
+    if not call.args:
+        return None
+    last = call.args[-1]
+    start, end = ctx.span(last.value)
+    return ctx.fix("Add pin_memory=True", "unsafe", [Edit(end, end, ", pin_memory=True")])
