@@ -146,6 +146,8 @@ def test_agreeing_reports_give_times_ratios_and_geomeans(tmp_path: Path) -> None
     expected = math.exp(sum(map(math.log, bat)) / 4)
     assert f"batched/Base_CUDA geomean {expected:.3f} over 4 kernels" in proc.stdout
     assert f"baseline-graph/Base_CUDA geomean {graph:.3f} over 1 kernels" in proc.stdout
+    base = [5.1 / 4.0, 20 / 24, 5.4 / 4.0, 21 / 17.5]
+    assert f"baseline/Base_CUDA geomean {math.exp(sum(map(math.log, base)) / 4):.3f} over 4 kernels" in proc.stdout
     assert "average of 3 pass(es)" in proc.stdout and "NVIDIA H200" in proc.stdout
 
 
@@ -175,6 +177,7 @@ def test_slow_base_reductions_get_a_fair_summary_without_them_and_against_the_fa
     note = " (per kernel the fastest of Base_CUDA, RAJA_CUDA and all their tunings)"
     assert line("batched/fastest RAJAPerf", [add, 12 / 22, triad, 17.5 / 14], note) in lines
     assert line("baseline-graph/fastest RAJAPerf", [graph], note) in lines
+    assert line("baseline/fastest RAJAPerf", [5.1 / 4.0, 20 / 22, 5.4 / 4.0, 21 / 14], note) in lines
 
 
 def test_minimum_reads_the_minimum_report_and_our_fastest_pass(tmp_path: Path) -> None:
