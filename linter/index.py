@@ -23,7 +23,7 @@ from typing import Any
 
 import libcst as cst
 
-from .model import CallSite, Event, ItemStore, Loop, ModuleIndex, Scope, Unpack, WithItem, _dotted, root_name  # noqa: F401
+from .model import CallSite, Event, Loop, ModuleIndex, Scope, Unpack, WithItem, _dotted, root_name  # noqa: F401
 
 
 class Indexer(cst.CSTVisitor):
@@ -112,8 +112,6 @@ class Indexer(cst.CSTVisitor):
                 if how == "=" and not path and isinstance(target, cst.Subscript) and target.value is base \
                         and isinstance(value, cst.BaseExpression):
                     self.scope.bind(base.value, "item", value)
-                    self.idx.item_stores.append(
-                        ItemStore(target, value, self.scope, tuple(self.loops), tuple(self.conds)))
             else:
                 base.visit(self)
         else:

@@ -100,17 +100,6 @@ class CallSite:
         return self.loops[-1] if self.loops else None
 
 
-@dataclass(frozen=True, eq=False)
-class ItemStore:
-    """`name[index] = value`: what OFF302 needs to see a device array written element by element."""
-
-    target: cst.Subscript
-    value: cst.BaseExpression
-    scope: Scope
-    loops: tuple[Loop, ...]
-    conds: tuple[tuple[cst.BaseExpression, bool], ...]
-
-
 @dataclass(eq=False)
 class ModuleIndex:
     module: cst.Module
@@ -123,7 +112,6 @@ class ModuleIndex:
     functions: list[tuple[cst.FunctionDef, Scope]] = field(default_factory=list)  # (def, its own scope)
     names: set[str] = field(default_factory=set)
     callsite_of: dict[int, CallSite] = field(default_factory=dict)  # id(Call node) -> its CallSite
-    item_stores: list[ItemStore] = field(default_factory=list)
 
 
 def _dotted(node: cst.CSTNode | None) -> str:

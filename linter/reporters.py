@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from offload_core.catalog import Rule
+from offload_core.github import Level, annotation
 
 from .findings import Finding
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 _LEVEL = {"error": "error", "warning": "warning", "info": "note"}
-_GITHUB = {"error": "error", "warning": "warning", "info": "notice"}
+_GITHUB: dict[str, Level] = {"error": "error", "warning": "warning", "info": "notice"}
 
 Item = tuple[str, Finding]
 
@@ -72,25 +73,14 @@ def as_json(items: Sequence[Item], rules: Mapping[str, Rule], unsafe: bool,
     return json.dumps(out, indent=2) + "\n"
 
 
-def _escape_data(s: str) -> str:
-    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _escape_property(s: str) -> str:
-    return _escape_data(s).replace(":", "%3A").replace(",", "%2C")
-
-
 def github(items: Sequence[Item], rules: Mapping[str, Rule], unsafe: bool) -> str:
     lines = []
     for path, f in items:
         if f.suppressed:
             continue
         rule = rules[f.code]
-        props = (
-            f"file={_escape_property(path)},line={f.line},col={f.column},"
-            f"endLine={f.end_line},endColumn={f.end_column},title={_escape_property(f'{f.code} {rule.name}')}"
-        )
-        lines.append(f"::{_GITHUB[rule.severity]} {props}::{_escape_data(f'{f.code} {f.message}')}")
+        lines.append(annotation(_GITHUB[rule.severity], f"{f.code} {f.message}", file=path, line=f.line, col=f.column,
+                                end_line=f.end_line, end_column=f.end_column, title=f"{f.code} {rule.name}"))
     return "\n".join(lines) + ("\n" if lines else "")
 
 

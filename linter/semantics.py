@@ -81,7 +81,7 @@ class Semantics(LoopFacts, DeviceValues):
         self.libraries = frozenset(libs)
         self.needs: dict[str, str | None] = {}
         self._taints: dict[int, dict[str, str]] = {}
-        self._computing: set[int] = set()
+        self._pending: list[tuple[str, object]] = []  # the memoised questions being answered now
         self._returns: dict[int, str | None] = {}
         self._param_cache: dict[tuple[int, str], str | None] = {}
         self._unpacking: set[tuple[int, tuple[int, ...]]] = set()
@@ -141,9 +141,13 @@ class Semantics(LoopFacts, DeviceValues):
         if key in self._classified:
             return self._classified[key]
         self._classified[key] = None
-        result = self._classify(call, scope)
-        if self._computing:
-            del self._classified[key]  # device values are half known: answer, but do not remember
+        self._pending.append(("classify", key))
+        try:
+            result = self._classify(call, scope)
+        finally:
+            self._pending.pop()
+        if self._pending:
+            del self._classified[key]  # asked inside another question: answer, but do not remember
         else:
             self._classified[key] = result
         return result

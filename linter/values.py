@@ -54,6 +54,7 @@ ANNOTATIONS = {
     "numba.cuda.cudadrv.devicearray.DeviceNDArray": "numba",
 }
 TENSOR_ATTRS = frozenset({"grad", "data", "weight", "bias"})
+ARRAY_BUILTINS = frozenset({"builtins.abs", "builtins.pow", "builtins.sum", "builtins.min", "builtins.max"})
 # Functions of these modules return host values whatever they are given.
 HOST_MODULES = frozenset({"builtins", "numpy", "math", "time", "os", "sys", "logging", "json", "random", "itertools",
                           "functools", "operator", "collections", "re", "string", "pathlib", "warnings", "copy",
@@ -77,7 +78,7 @@ class DeviceValues:
     idx: ModuleIndex
     libraries: frozenset[str]
     _taints: dict[int, dict[str, str]]
-    _computing: set[int]
+    _pending: list[tuple[str, object]]
     _returns: dict[int, str | None]
     _param_cache: dict[tuple[int, str], str | None]
     _unpacking: set[tuple[int, tuple[int, ...]]]
@@ -192,6 +193,8 @@ class DeviceValues:
         qualname = self.qualify(func)
         if qualname is not None:
             head = qualname.split(".")[0]
+            if qualname in ARRAY_BUILTINS:
+                return self._args_taint(call, scope, depth)  # abs(d), sum(d): the array's own __abs__, __add__
             if head in HOST_MODULES:
                 return None
             return self._args_taint(call, scope, depth)
@@ -235,8 +238,8 @@ class DeviceValues:
             return self._taints[key]
         found: dict[str, str] = {}
         self._taints[key] = found  # partial results serve recursive lookups
-        self._computing.add(key)
-        for _ in range(4):
+        self._pending.append(("names", key))
+        for _ in range(8):
             before = dict(found)
             for name, values in scope.assigns.items():
                 best = found.get(name)
@@ -251,7 +254,11 @@ class DeviceValues:
                     found[name] = best
             if found == before:
                 break
-        self._computing.discard(key)
+        self._pending.pop()
+        if self._pending:
+            # worked out while another question was open (a caller's names, a call being
+            # classified): right for now, but maybe not final, so it is not kept
+            del self._taints[key]
         return found
 
     def _binding_taint(self, name: str, how: str, value: Any, scope: Scope) -> str | None:
@@ -313,11 +320,13 @@ class DeviceValues:
         if key in self._returns:
             return self._returns[key]
         self._returns[key] = None  # a recursive function: its own calls add nothing
+        self._pending.append(("returns", key))
         found = None
         for value in function.returns:
             found = _stronger(found, self.taint(value, function))
-        if self._computing:
-            del self._returns[key]  # computed from half-known values: do not keep
+        self._pending.pop()
+        if self._pending:
+            del self._returns[key]  # computed inside another open question: do not keep
         else:
             self._returns[key] = found
         return found
@@ -345,9 +354,11 @@ class DeviceValues:
         if key in self._param_cache:
             return self._param_cache[key]
         self._param_cache[key] = None  # mutual recursion between functions ends here
+        self._pending.append(("param", key))
         result = self._param_from_calls(name, scope)
-        if self._computing - {id(scope)}:
-            del self._param_cache[key]
+        self._pending.pop()
+        if any(item != ("names", id(scope)) for item in self._pending):
+            del self._param_cache[key]  # asked inside another open question than its own scope's names
         else:
             self._param_cache[key] = result
         return result

@@ -32,7 +32,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..context import FileContext
-from ..model import CallSite, ItemStore, Loop, Unpack
+from ..model import CallSite, Loop, Unpack
 from ..uses import UseFinder
 from . import check
 
@@ -47,9 +47,6 @@ READ_METHODS = frozenset({"item", "tolist"})  # for tensors that may be on the d
 @check("OFF104", "OFF301", "OFF302")
 def syncs(ctx: FileContext) -> None:
     sem = ctx.sem
-    if ctx.enabled("OFF302"):
-        for store in ctx.index.item_stores:
-            _element_write(ctx, store)
     conversions = frozenset(ctx.options("OFF104").get("conversions", ()))
     for site in ctx.index.calls:
         loop = site.loop
@@ -100,8 +97,7 @@ def _judge_read(ctx: FileContext, site: CallSite, loop: Loop, api: str, value: c
     element = _element_source(ctx, site, loop, value)
     if element is not None:
         if ctx.enabled("OFF302"):
-            ctx.report("OFF302", site.node, api=api, access="reads", array=element, loop_line=ctx.line(loop.node),
-                       cost="a device sync", advice=f"read the whole array once before the loop ({element}.tolist())")
+            ctx.report("OFF302", site.node, api=api, array=element, loop_line=ctx.line(loop.node))
         return
     if sem.device_lib(value, site.scope) is None and sem.array_lib(value, site.scope) is not None:
         return  # a tensor that may be on the host: only element-wise reads are worth saying
@@ -205,23 +201,3 @@ def _measures_time(ctx: FileContext, loop: Loop) -> bool:
     return False
 
 
-
-def _element_write(ctx: FileContext, store: ItemStore) -> None:
-    """`d[i] = value` in a loop, `d` a device array, `i` changing, `value` a host value: one copy per element."""
-    if not store.loops or not isinstance(store.target.value, cst.Name):
-        return
-    sem = ctx.sem
-    loop = store.loops[-1]
-    array = store.target.value
-    if sem.array_lib(array, store.scope) is None or sem.array_lib(store.value, store.scope) is not None:
-        return
-    if isinstance(store.value, cst.Name) and store.value.value in ("None", "True", "False"):
-        return
-    changed = sem.changed_in(loop)
-    if all(sem.expression_invariant(e.slice, loop, changed) for e in store.target.slice):
-        return
-    if sem.rare_conds(store.conds, loop):
-        return
-    ctx.report("OFF302", store.target, api=f"{array.value}[...] = ...", access="writes", array=array.value,
-               loop_line=ctx.line(loop.node), cost="a host->device copy",
-               advice="build the values on the host and upload them once, or compute them on the device")

@@ -17,6 +17,8 @@ equals a constant (`if i == 0:`) is not per iteration and is not reported.
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from ..context import FileContext
@@ -50,7 +52,7 @@ def transfers(ctx: FileContext) -> None:
         if sem.invariant_in(site, loop) and not _collected(site):
             fix = hoist_fix(ctx, site, use) if ctx.enabled("OFF101") else None
             ctx.report("OFF101", site.node, fix, **fields)
-        elif use.kind == "h2d" and use.data is not None and _python_values(ctx, site, use.data):
+        elif use.kind == "h2d" and use.data is not None and not once(site) and _python_values(ctx, site, use.data):
             ctx.report("OFF108", site.node, **fields)
         else:
             ctx.report("OFF106", site.node, **fields)
@@ -111,6 +113,22 @@ def _host_alloc(ctx: FileContext, site: CallSite, use: Classified, creators: fro
     return True
 
 
+SETUP_FUNCTION = re.compile(r"^(?:__init__|__setstate__|__post_init__|setup|set_up|reset_parameters|"
+                            r"load\w*|_load\w*|init\w*|_init\w*|build\w*|from_\w+|create\w*)$")
+
+
+def once(site: CallSite) -> bool:
+    """Is the call in set-up code that runs once (`__init__`, `__setstate__`, `load_*`, `build_*`)?
+
+    A loop there (over parameters, over layers) repeats per object, not per
+    step, so a small per-iteration cost is paid once.
+    """
+    scope = site.scope
+    while scope is not None and scope.kind not in ("function", "module"):
+        scope = scope.parent
+    return scope is not None and scope.kind == "function" and SETUP_FUNCTION.match(scope.name) is not None
+
+
 RANDOM_FILLS = frozenset({"random_", "uniform_", "normal_", "bernoulli_", "exponential_", "geometric_", "cauchy_",
                           "log_normal_"})
 DEVICE_RNG = {"cupy": "cupy.random", "torch": "torch"}
@@ -144,8 +162,8 @@ def _random_source(ctx: FileContext, site: CallSite, data: cst.BaseExpression) -
 
 def _host_random(ctx: FileContext, site: CallSite, use: Classified) -> bool:
     """OFF107: numbers drawn by a host generator, then uploaded, where the device library draws them itself."""
-    if use.api.library not in DEVICE_RNG or use.data is None:
-        return False
+    if use.api.library not in DEVICE_RNG or use.data is None or site.loop is None or once(site):
+        return False  # drawn once (setup, a warm-up input): the copy is paid once
     draw = _random_source(ctx, site, use.data)
     if draw is None:
         return False
@@ -172,8 +190,13 @@ def _python_values(ctx: FileContext, site: CallSite, data: cst.BaseExpression, d
     if depth > 4:
         return False
     sem = ctx.sem
-    if isinstance(data, (cst.List, cst.Tuple, cst.ListComp, cst.Integer, cst.Float)):
+    if isinstance(data, (cst.Integer, cst.Float)):
         return True
+    if isinstance(data, (cst.List, cst.Tuple)):
+        return all(_python_values(ctx, site, e.value, depth + 1) or sem.array_lib(e.value, site.scope) is None
+                   and not isinstance(e.value, cst.StarredElement) for e in data.elements)
+    if isinstance(data, cst.ListComp):
+        return sem.array_lib(data.elt, site.scope) is None
     if isinstance(data, cst.BinaryOperation):
         return _python_values(ctx, site, data.left, depth + 1) and _python_values(ctx, site, data.right, depth + 1)
     if isinstance(data, cst.Call):
