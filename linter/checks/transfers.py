@@ -173,6 +173,9 @@ def _host_random(ctx: FileContext, site: CallSite, use: Classified) -> bool:
     fix = None
     if use.api.library == "torch" and qualname.startswith("torch.") and draw is use.data:
         fix, replacement = device_create_fix(ctx, site, use, draw, creator, "torch", safety="unsafe")
+    elif use.api.library == "torch" and isinstance(draw.func, cst.Attribute):
+        fill = draw.func.attr.value  # torch.LongTensor(n).random_(8): fill a tensor made on the device
+        replacement = f"a tensor created on the device and filled there (torch.empty(..., device=...).{fill}(...))"
     elif use.api.library == "torch":
         replacement = "a torch creator with device= (torch.randn/rand/randint(..., device=...))"
     else:
