@@ -32,7 +32,7 @@ from typing import Any
 
 import libcst as cst
 
-from .model import CallSite, ModuleIndex, Scope, Unpack
+from .model import Binding, IndexedCall, ModuleIndex, Scope, Unpack
 
 MAYBE = "?"
 # Attributes of a device array or of a module's output that are host values; every other attribute of a
@@ -41,6 +41,7 @@ HOST_ATTRS = frozenset({
     "shape", "dtype", "device", "ndim", "size", "nbytes", "itemsize", "strides", "is_cuda", "requires_grad",
     "training", "names", "layout", "is_leaf", "grad_fn", "flags", "is_sparse", "is_quantized", "is_meta",
     "__class__", "__name__", "__dict__", "mem", "data_ptr", "ptr", "sharding",
+    "columns", "dtypes", "name", "names", "axes", "empty",  # data-frame metadata (cuDF)
 })
 HOST_METHODS = frozenset({
     "size", "dim", "ndimension", "numel", "nelement", "element_size", "data_ptr", "stride", "get_device",
@@ -97,7 +98,7 @@ class DeviceValues:
     def local_function(self, name: str, scope: Scope) -> Scope | None:
         raise NotImplementedError
 
-    def calls_of(self, function: Scope) -> list[CallSite]:
+    def calls_of(self, function: Scope) -> list[IndexedCall]:
         raise NotImplementedError
 
     # -- the questions checks ask ---------------------------------------------------------
@@ -121,7 +122,7 @@ class DeviceValues:
             isinstance(v, cst.BaseExpression) and self.device_lib(v, scope) is not None for v in assigned
         )
 
-    def device_at(self, expr: cst.BaseExpression, site: CallSite | None) -> bool:
+    def device_at(self, expr: cst.BaseExpression, site: IndexedCall | None) -> bool:
         """Is `expr` surely on the device where `site` runs? Names are judged by the bindings that reach it.
 
         `rsq = r * r; rsq = cp.asarray(rsq)` and then `cp.asarray(rsq)` in a
@@ -173,8 +174,9 @@ class DeviceValues:
         if isinstance(expr, cst.Subscript):
             return self.taint(expr.value, scope, depth + 1)
         if isinstance(expr, cst.Attribute):
-            if expr.attr.value in HOST_ATTRS or isinstance(expr.value, cst.Name) and self.qualify(expr.value):
-                return None  # x.shape, x.dtype; np.pi
+            attr = expr.attr.value
+            if attr in HOST_ATTRS or attr.startswith("_") or isinstance(expr.value, cst.Name) and self.qualify(expr.value):
+                return None  # x.shape, x.dtype, a library's private bookkeeping (df._data); np.pi
             found = self.taint(expr.value, scope, depth + 1)  # x.T, out.logits, features.relu2_2
             if found is None and expr.attr.value in TENSOR_ATTRS and "torch" in self.libraries:
                 return "torch" + MAYBE  # p.grad, p.data: a tensor, wherever it lives
@@ -261,7 +263,7 @@ class DeviceValues:
             del self._taints[key]
         return found
 
-    def _binding_taint(self, name: str, how: str, value: Any, scope: Scope) -> str | None:
+    def _binding_taint(self, name: str, how: Binding, value: Any, scope: Scope) -> str | None:
         if how in ("=", "aug", "item", "moved") and isinstance(value, cst.BaseExpression):
             return self.taint(value, scope)
         if how in ("for", "unpack") and isinstance(value, Unpack):
