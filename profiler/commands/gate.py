@@ -5,8 +5,8 @@ or beyond its budget. Everything that makes the comparison meaningless is
 bad input, exit 2, before any check runs: a run whose target raised, was
 interrupted or exited non-zero (it stopped short of the program's copies;
 `--allow-failed-target`), a run from another command, mode or backend
-than its baseline (`--allow-mismatch`), and a gate with nothing to check
-(`--allow-empty`).
+than its baseline (`--allow-mismatch`), and a trace of no records or a
+gate with nothing to check (`--allow-empty`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="gate (or make a baseline of) a run whose target raised, was interrupted or exited non-zero")
     p.add_argument("--allow-mismatch", action="store_true",
                    help="compare a run with a baseline of another command, mode or backend")
-    p.add_argument("--allow-empty", action="store_true", help="pass when there is nothing to check")
+    p.add_argument("--allow-empty", action="store_true",
+                   help="accept a trace of no records, or a gate with nothing to check (default: refused, exit 2)")
     p.add_argument("--format", choices=("text", "github", "json"), default="text", help="output format (default: %(default)s)")
     p.epilog = ("Make the baseline once with --update-baseline (commit it), then gate later runs against it. "
                 "Exit 2 also for a failed target, a baseline of another command, mode or backend, or nothing to "
@@ -53,6 +54,9 @@ def execute(args: argparse.Namespace) -> int:
     if failure and not args.allow_failed_target:
         raise ProfilerError(f"{args.run}: the recorded target {failure}, so it may have stopped short of the program's "
                             "copies; record a clean run, or pass --allow-failed-target")
+    if not run.records and not args.allow_empty:
+        raise ProfilerError(f"{args.run}: the trace holds no records, so there is nothing to gate; "
+                            "pass --allow-empty if an empty trace is expected")
     if args.update_baseline:
         if not args.baseline:
             raise ProfilerError("--update-baseline needs --baseline PATH to write")

@@ -21,12 +21,14 @@ SITE = Site("/work/app.py", 3, "<module>", "offload(k, x)", 1)
 
 
 def run_of(*, mode: str = "batched", backend: str = "numpy", argv: tuple[str, ...] = ("app.py",), copies: int = 1,
-           outcome: str = "ok", exit_code: int = 0) -> Run:
+           outcome: str = "ok", exit_code: int = 0, records: bool = True) -> Run:
     meta = Meta(backend=backend, device="host", mode=mode, started_at="2026-01-01T00:00:00+00:00", wall_ns=10_000,
                 argv=argv, cwd="/work", outcome=outcome, exit_code=exit_code)  # type: ignore[arg-type]
-    records = tuple(Record("h2d", 10 * i, 5, 800, site=SITE, kernel="k", launch=i, param="x", array=1, mode=mode)
-                    for i in range(copies))
-    return Run(meta, records)
+    if not records:
+        return Run(meta, ())
+    launch = Record("launch", 0, 5, site=SITE, kernel="k", launch=0, mode=mode)
+    return Run(meta, (launch, *(Record("h2d", 10 * i, 5, 800, site=SITE, kernel="k", launch=i, param="x", array=1,
+                                       mode=mode) for i in range(copies))))
 
 
 def _gate(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -96,6 +98,18 @@ def test_an_empty_budget_is_refused(tmp_path: Path, capsys: pytest.CaptureFixtur
     path.write_text(budget)
     rc, out, err = _gate(capsys, str(run), "--budget", str(path))
     assert (rc, out, err) == (2, "", f"offload-prof: error: {path}: {message}\n")
+
+
+def test_a_trace_of_no_records_is_refused_unless_accepted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = tmp_path / "base.json"
+    assert main(["gate", str(run_of().save(tmp_path / "a.json")), "--baseline", str(base), "--update-baseline"]) == 0
+    nothing = run_of(records=False).save(tmp_path / "nothing.json")
+    rc, out, err = _gate(capsys, str(nothing), "--baseline", str(base))
+    assert (rc, out) == (2, "")
+    assert err == (f"offload-prof: error: {nothing}: the trace holds no records, so there is nothing to gate; "
+                   "pass --allow-empty if an empty trace is expected\n")
+    rc, out, _ = _gate(capsys, str(nothing), "--baseline", str(base), "--allow-empty")
+    assert rc == 1 and "copies gone:" in out, "accepted, the empty run is then judged: its copies went missing"
 
 
 def test_nothing_to_check_is_refused_unless_accepted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
