@@ -7,7 +7,9 @@ of the rule catalog's examples, each inside a function of its own (so the
 file has the scopes, loops and calls of real GPU code, and findings), and
 lints it in a fresh process with the default rules and no size limit
 (`OFF903.max-bytes = 0`). The child reports the wall time of the lint
-(parse, index, checks, positions) and its peak resident memory (the
+(parse, index, checks, positions), the CPU time it used (less sensitive
+than the wall time to other processes on a shared machine) and its peak
+resident memory (the
 interpreter and LibCST included; the first row, an empty file, is that
 baseline). `--with-collector` adds a column: the same lint with Python's
 cyclic garbage collector left running, as it was before the engine paused
@@ -44,11 +46,15 @@ enabled = frozenset(c for c, r in catalog.rules.items() if r.kind == "static" an
 settings = settings_for(catalog.rules, enabled, {"OFF903": {"max-bytes": 0}})
 apis = ApiIndex.from_files(catalog.apis)
 text = open(sys.argv[1], encoding="utf-8").read()
-start = time.perf_counter()
+def cpu():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+start, start_cpu = time.perf_counter(), cpu()
 result = lint_text(text, settings, apis, prefilter=False)
-elapsed = time.perf_counter() - start
+elapsed, used = time.perf_counter() - start, cpu() - start_cpu
 peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(json.dumps({"seconds": elapsed, "peak_mb": peak_kib / 1024, "findings": len(result.findings), "error": result.error}))
+print(json.dumps({"seconds": elapsed, "cpu": used, "peak_mb": peak_kib / 1024, "findings": len(result.findings),
+                  "error": result.error}))
 """
 
 
@@ -93,7 +99,8 @@ def measure(path: Path, collector: bool = False) -> dict[str, object]:
     mode = "collector" if collector else "paused"
     proc = subprocess.run([sys.executable, "-c", CHILD, str(path), mode], capture_output=True, text=True, cwd=ROOT)
     if proc.returncode != 0:
-        return {"seconds": float("nan"), "peak_mb": float("nan"), "findings": 0, "error": proc.stderr.strip()[-300:]}
+        return {"seconds": float("nan"), "cpu": float("nan"), "peak_mb": float("nan"), "findings": 0,
+                "error": proc.stderr.strip()[-300:]}
     return json.loads(proc.stdout)
 
 
@@ -107,19 +114,21 @@ def main() -> int:
     parts = snippets()
     folder = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="lint-size-"))
     folder.mkdir(parents=True, exist_ok=True)
-    extra = " with the collector (s) |" if args.with_collector else ""
-    print(f"| file size | lines | lint time (s) | peak RSS (MB) | findings |{extra}")
-    print("|---:|---:|---:|---:|---:|" + ("---:|" if args.with_collector else ""))
+    extra = " with the collector: time, CPU (s) |" if args.with_collector else ""
+    print(f"| file size | lines | lint time (s) | CPU (s) | peak RSS (MB) | findings |{extra}")
+    print("|---:|---:|---:|---:|---:|---:|" + ("---:|" if args.with_collector else ""))
     for mb in [0.0, *sizes]:
         path = folder / f"size_{mb:g}mb.py"
         lines = generate(path, int(mb * 1_000_000), parts) if mb else _empty(path)
         row = measure(path)
         if row.get("error"):
-            print(f"| {mb:g} MB | {lines} | failed: {row['error']} | | |")
+            print(f"| {mb:g} MB | {lines} | failed: {row['error']} | | | |")
             continue
-        cells = f"| {mb:g} MB | {lines:,} | {row['seconds']:.1f} | {row['peak_mb']:.0f} | {row['findings']:,} |"
+        cells = (f"| {mb:g} MB | {lines:,} | {row['seconds']:.1f} | {row['cpu']:.1f} | {row['peak_mb']:.0f} "
+                 f"| {row['findings']:,} |")
         if args.with_collector:
-            cells += f" {measure(path, collector=True)['seconds']:.1f} |"
+            other = measure(path, collector=True)
+            cells += f" {other['seconds']:.1f}, {other['cpu']:.1f} |"
         print(cells, flush=True)
         if not args.keep:
             path.unlink()

@@ -99,8 +99,8 @@ def lint_text(
 
     Python's cyclic garbage collector is paused meanwhile: a LibCST tree is
     hundreds of thousands of objects, none of them garbage while the file is
-    linted, and the collector's repeated walks over them were more than half
-    the time on large files (docs/linter.md, "Size") without freeing memory.
+    linted, and the collector's repeated walks over them were a fifth to two
+    fifths of the CPU time on large files (docs/linter.md, "Size").
     """
     collecting = gc.isenabled()
     gc.disable()

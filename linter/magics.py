@@ -126,12 +126,12 @@ def _neutralise(line: str) -> str | None:
             if kept is not None:
                 return indent + kept + ending
         return indent + "pass" + ending
-    if _HELP.match(stripped.rstrip()):
+    if "?" in stripped and _HELP.match(stripped.rstrip()):
         return indent + "pass" + ending
-    assign = _ASSIGN.match(stripped)
+    assign = _ASSIGN.match(stripped) if "!" in stripped or "%" in stripped else None
     if assign is not None:
         return indent + assign.group("target") + "0" + ending
-    auto = _AUTOMAGIC.match(stripped)
+    auto = _AUTOMAGIC.match(stripped) if stripped.split(None, 1)[0] in AUTOMAGIC else None
     if auto is not None and auto.group("word") in AUTOMAGIC and not _PYTHONIC_REST.match(auto.group("rest")):
         try:
             ast.parse(stripped)
@@ -170,30 +170,35 @@ def _timed_statement(stripped: str) -> str | None:
     return "pass;" + " " * (position - len("pass;")) + statement
 
 
+_SIGNIFICANT = re.compile(r"[#()\[\]{}'\"]")
+_STRING_END = {q: re.compile(r"\\.|" + re.escape(q), re.S) for q in ("'", '"', "'''", '"""')}
+
+
 def _advance(line: str, depth: int, quote: str | None) -> tuple[int, str | None, bool]:
     """Bracket depth, open string and backslash continuation after `line`, from the state before it."""
     i, n = 0, len(line)
     while i < n:
-        ch = line[i]
-        if quote is not None:
-            if ch == "\\":
-                i += 2
-                continue
-            if line.startswith(quote, i):
-                i += len(quote)
+        if quote is not None:  # inside a string: only a backslash or the closing quote matter
+            match = _STRING_END[quote].search(line, i)
+            if match is None:
+                break
+            i = match.end()
+            if match.group(0) == quote:
                 quote = None
-                continue
-            i += 1
             continue
+        match = _SIGNIFICANT.search(line, i)
+        if match is None:
+            break
+        ch, i = match.group(0), match.start()
         if ch == "#":
             return depth, None, False
         if ch in "([{":
             depth += 1
         elif ch in ")]}":
             depth = max(0, depth - 1)
-        elif ch in "'\"":
+        else:
             triple = line[i:i + 3]
-            quote = triple if triple in ("'''", '"""') else ch
+            quote = triple if triple in ("\'\'\'", '"""') else ch
             i += len(quote)
             continue
         i += 1

@@ -78,6 +78,8 @@ class CellMap:
 
     def where(self, line: int) -> tuple[int, int]:
         """(cell number, line in the cell) of a line of the joined text; a marker line counts as its cell's last."""
+        if not self.places:
+            return 1, line
         place = self.places[0]
         for candidate in self.places:
             if candidate.first > line:
@@ -148,7 +150,10 @@ class Notebook:
         if not isinstance(document.get("cells"), list):
             hint = " (an nbformat 3 notebook: convert it with `jupyter nbconvert --to notebook`)" if "worksheets" in document else ""
             raise NotebookError(f"not a notebook: no \"cells\" list{hint}")
-        return Notebook._build(text, bom, document)
+        try:
+            return Notebook._build(text, bom, document)
+        except RecursionError:
+            raise NotebookError("not a notebook: JSON nested too deeply") from None
 
     @staticmethod
     def _build(text: str, bom: bool, document: dict[str, Any]) -> Notebook:
@@ -304,7 +309,9 @@ class Notebook:
         That is the place GitHub shows and code scanning annotates: the
         character inside the JSON string that holds the source line.
         """
-        cell = next(c for c in self.cells if c.number == cell_number)
+        cell = next((c for c in self.cells if c.number == cell_number), None)
+        if cell is None:  # not a linted cell: the file's start is the honest answer
+            return 1, 1
         lines = cell.source.split("\n")
         line = max(1, min(line, len(lines)))
         offset = sum(len(text) + 1 for text in lines[: line - 1]) + max(0, min(column - 1, len(lines[line - 1])))

@@ -24,7 +24,7 @@ def _lint(text: str, limit: int, enabled: frozenset[str] = DEFAULT | {"OFF903"})
 def test_the_default_limit_is_on_and_in_the_catalog() -> None:
     rule = CATALOG["OFF903"]
     assert rule.default_enabled and rule.severity == "warning"
-    assert rule.options["max-bytes"] == 1_000_000
+    assert rule.options["max-bytes"] == 500_000
 
 
 def test_code_over_the_limit_is_off903_and_never_parsed() -> None:

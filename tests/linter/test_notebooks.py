@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from linter.notebooks import Notebook, NotebookError, NotebookFixError
 
@@ -208,6 +210,41 @@ def test_ipython_lines_a_fix_left_alone_are_written_back_as_they_were() -> None:
     cell = json.loads(nb.rewrite(fixed))["cells"][3]["source"]
     assert cell == ["%%time\n", "total = 0\n", "d = cp.asarray(x)\n", "for step in range(100):\n", "    !echo step\n",
                     "    total += 1"]
+
+
+SOURCES = st.lists(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=30), max_size=5)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["code", "markdown", "raw"]), SOURCES, st.booleans()), min_size=1, max_size=5),
+       st.sampled_from([None, 1, 2]), st.booleans(), st.integers(min_value=0))
+def test_any_notebook_round_trips_and_a_changed_cell_changes_alone(cells, indent, ascii_only, pick) -> None:  # type: ignore[no-untyped-def]
+    document = notebook(*[
+        {"cell_type": kind, "metadata": {}, "source": parts if as_list else "".join(parts),
+         **({"outputs": [], "execution_count": None} if kind == "code" else {})}
+        for kind, parts, as_list in cells
+    ])
+    data = dump(document, indent=indent, ensure_ascii=ascii_only)
+    nb = Notebook.parse(data)
+    assert nb.rewrite(nb.code) == data  # nothing changed: not a byte
+    plain = [c for c in nb.cells if not c.changed]
+    if not plain:
+        return
+    target = plain[pick % len(plain)]
+    new_code = nb.code.split(f"\n{nb.marker}\n")
+    index = nb.cells.index(target)
+    new_code[index] = "added = 1\n" + new_code[index]
+    out = nb.rewrite(f"\n{nb.marker}\n".join(new_code))
+    after = json.loads(out)
+    for number, (old, new) in enumerate(zip(document["cells"], after["cells"]), 1):
+        if number == target.number:
+            source = new["source"]
+            assert ("".join(source) if isinstance(source, list) else source) == "added = 1\n" + target.source
+            assert type(source) is type(old["source"])
+        else:
+            assert new == old
+    assert {k: v for k, v in after.items() if k != "cells"} == {k: v for k, v in document.items() if k != "cells"}
+    assert out.isascii() or not ascii_only
 
 
 # -- the command -------------------------------------------------------------------------------
