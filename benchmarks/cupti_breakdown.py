@@ -13,7 +13,7 @@ of a 1 KiB array, `d.get()` of one) under each piece of it alone:
 * `cb:noop-py`: API callbacks for the source's table through
   cupti-python's `subscribe`, into a function that returns at once (what
   cupti-python's trampoline costs; the source no longer uses it);
-* `cb:noop`: the same through ctypes (`profiler.cupti.native`), as the
+* `cb:noop`: the same through ctypes (`profiler.sources.cupti.native`), as the
   source subscribes;
 * `cb:tracer`: the same callbacks into the tracer's own callback (frame
   walk, parameter block), no activity records;
@@ -37,11 +37,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from profiler.cupti import CuptiRecorder  # noqa: E402
-from profiler.cupti.apis import APIS, DRIVER, RUNTIME, resolve  # noqa: E402
-from profiler.cupti.native import Native  # noqa: E402
-from profiler.cupti.probe import import_cupti  # noqa: E402
-from profiler.cupti.tracer import Tracer  # noqa: E402
+from profiler.sources.cupti import CuptiRecorder  # noqa: E402
+from profiler.sources.cupti.apis import APIS, DRIVER, RUNTIME, resolve  # noqa: E402
+from profiler.sources.cupti.native import Native  # noqa: E402
+from profiler.sources.cupti.probe import import_cupti  # noqa: E402
+from profiler.sources.cupti.tracer import Tracer  # noqa: E402
 
 
 def table_ids(c: Any) -> dict[tuple[int, int], Any]:

@@ -40,8 +40,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from profiler.cupti import CuptiRecorder  # noqa: E402
 from profiler.errors import ProfilerError  # noqa: E402
+from profiler.sources.cupti import CuptiRecorder  # noqa: E402
 
 SMALL_TARGET = 2.0  # traced / untraced wall time
 LARGE_TARGET = 1.05

@@ -48,7 +48,7 @@ from offload_core.demo import heat  # noqa: E402
 from offload_core.suite import select  # noqa: E402
 from offload_core.suite.timing import HostClock  # noqa: E402
 from offload_core.suite.variants import offload_variant  # noqa: E402
-from profiler.recorder import Recorder  # noqa: E402
+from profiler.sources.recorder import Recorder  # noqa: E402
 
 TARGETS = {"batched": 5.0, "naive": 2.0}
 

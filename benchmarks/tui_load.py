@@ -40,9 +40,9 @@ sys.path.insert(0, str(ROOT))
 
 import offload_core  # noqa: E402
 from offload_core.suite import run_suite  # noqa: E402
-from profiler.link import SHIPPED_DIR, load_link  # noqa: E402
 from profiler.model import Run  # noqa: E402
-from profiler.recorder import Recorder  # noqa: E402
+from profiler.sources.recorder import Recorder  # noqa: E402
+from profiler.trace.link import SHIPPED_DIR, load_link  # noqa: E402
 
 
 def record(mode: str, reps: int, kernels: list[str]) -> Run:
@@ -101,7 +101,7 @@ async def drive(paths: list[Path]) -> dict[str, float]:
         await pilot.press("q")
     fresh = [Run.load(p) for p in paths]
     _, out["detectors s (in process, from a fresh load)"] = timed(
-        lambda: [__import__("profiler.detectors", fromlist=["detect"]).detect(r, link=link) for r in fresh])
+        lambda: [__import__("profiler.analysis.detectors", fromlist=["detect"]).detect(r, link=link) for r in fresh])
     return out
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from offload_core.catalog import FixSafety
+
 
 @dataclass(frozen=True)
 class Edit:
@@ -24,7 +26,7 @@ class Edit:
 @dataclass(frozen=True)
 class Fix:
     title: str
-    safety: str  # "safe" | "unsafe"
+    safety: FixSafety  # "safe" or "unsafe": a fix with safety "none" is not offered
     edits: tuple[Edit, ...]
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import TYPE_CHECKING, Callable
 
 from .findings import FileResult, Finding, Fix
@@ -79,6 +80,17 @@ def fix_text(
     return text, current, None
 
 
+def _writable(notebook: Notebook, code: str, fix: Fix) -> bool:
+    """Can `fix`, applied to a notebook's Python `code`, be written back (no line of IPython syntax changed)?"""
+    from .fixes import apply_fixes
+
+    try:
+        notebook.fixed_sources(apply_fixes(code, [fix])[0])
+    except NotebookFixError:
+        return False
+    return True
+
+
 def fix_files(session: Session, run: RunResult, write: bool) -> FixOutcome:
     from .engine import lint_text
     from .fixes import unified_diff
@@ -97,7 +109,7 @@ def fix_files(session: Session, run: RunResult, write: bool) -> FixOutcome:
             )
 
         notebook = run.notebooks.get(job.display) if job.cells is not None else None
-        accept = notebook.accepts if notebook is not None else None
+        accept = partial(_writable, notebook) if notebook is not None else None
         text, current, note = fix_text(job.text, result, relint, lambda r: _applicable(session, r), accept)
         if note:
             outcome.notes.append(f"{job.display}: {note}")

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from . import jsonspans
-from .findings import FileResult, Finding, Fix
+from .findings import FileResult, Finding
 from .magics import to_python
 
 SUFFIX = ".ipynb"
@@ -217,16 +217,6 @@ class Notebook:
             if new != cell.code:
                 out[cell.number] = _restore(cell, new)
         return out
-
-    def accepts(self, code: str, fix: Fix) -> bool:
-        """Can `fix`, applied to the cells' Python `code`, be written back (no IPython line changed)?"""
-        from .fixes import apply_fixes  # LibCST's module: only a run that fixes needs it
-
-        try:
-            self.fixed_sources(apply_fixes(code, [fix])[0])
-        except NotebookFixError:
-            return False
-        return True
 
     def rewrite(self, code: str) -> bytes:
         """The notebook's bytes with the fixed Python `code` in its cells; nothing else changes."""

@@ -25,13 +25,14 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from offload_core.catalog import Rule
+from offload_core.github import Level, annotation
 
 from .findings import Finding
 from .notebooks import Notebook
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 _LEVEL = {"error": "error", "warning": "warning", "info": "note"}
-_GITHUB = {"error": "error", "warning": "warning", "info": "notice"}
+_GITHUB: dict[str, Level] = {"error": "error", "warning": "warning", "info": "notice"}
 
 Item = tuple[str, Finding]
 
@@ -84,14 +85,6 @@ def as_json(items: Sequence[Item], rules: Mapping[str, Rule], unsafe: bool,
     return json.dumps(out, indent=2) + "\n"
 
 
-def _escape_data(s: str) -> str:
-    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _escape_property(s: str) -> str:
-    return _escape_data(s).replace(":", "%3A").replace(",", "%2C")
-
-
 def _file_region(f: Finding, notebook: Notebook | None) -> tuple[int, int, int, int]:
     """(line, column, end line, end column) of a finding in the file as stored: for a notebook, in its JSON."""
     if f.cell is None or notebook is None:
@@ -110,11 +103,8 @@ def github(items: Sequence[Item], rules: Mapping[str, Rule], unsafe: bool,
         rule = rules[f.code]
         line, column, end_line, end_column = _file_region(f, (notebooks or {}).get(path))
         title = f"{f.code} {rule.name}" + (f" (cell {f.cell}, line {f.line})" if f.cell is not None else "")
-        props = (
-            f"file={_escape_property(path)},line={line},col={column},"
-            f"endLine={end_line},endColumn={end_column},title={_escape_property(title)}"
-        )
-        lines.append(f"::{_GITHUB[rule.severity]} {props}::{_escape_data(f'{f.code} {f.message}')}")
+        lines.append(annotation(_GITHUB[rule.severity], f"{f.code} {f.message}", file=path, line=line, col=column,
+                                end_line=end_line, end_column=end_column, title=title))
     return "\n".join(lines) + ("\n" if lines else "")
 
 

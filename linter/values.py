@@ -32,7 +32,7 @@ from typing import Any
 
 import libcst as cst
 
-from .model import CallSite, ModuleIndex, Scope, Unpack
+from .model import Binding, IndexedCall, ModuleIndex, Scope, Unpack
 
 MAYBE = "?"
 # Attributes of a device array or of a module's output that are host values; every other attribute of a
@@ -41,6 +41,7 @@ HOST_ATTRS = frozenset({
     "shape", "dtype", "device", "ndim", "size", "nbytes", "itemsize", "strides", "is_cuda", "requires_grad",
     "training", "names", "layout", "is_leaf", "grad_fn", "flags", "is_sparse", "is_quantized", "is_meta",
     "__class__", "__name__", "__dict__", "mem", "data_ptr", "ptr", "sharding",
+    "columns", "dtypes", "name", "names", "axes", "empty",  # data-frame metadata (cuDF)
 })
 HOST_METHODS = frozenset({
     "size", "dim", "ndimension", "numel", "nelement", "element_size", "data_ptr", "stride", "get_device",
@@ -54,6 +55,7 @@ ANNOTATIONS = {
     "numba.cuda.cudadrv.devicearray.DeviceNDArray": "numba",
 }
 TENSOR_ATTRS = frozenset({"grad", "data", "weight", "bias"})
+ARRAY_BUILTINS = frozenset({"builtins.abs", "builtins.pow", "builtins.sum", "builtins.min", "builtins.max"})
 # Functions of these modules return host values whatever they are given.
 HOST_MODULES = frozenset({"builtins", "numpy", "math", "time", "os", "sys", "logging", "json", "random", "itertools",
                           "functools", "operator", "collections", "re", "string", "pathlib", "warnings", "copy",
@@ -77,7 +79,7 @@ class DeviceValues:
     idx: ModuleIndex
     libraries: frozenset[str]
     _taints: dict[int, dict[str, str]]
-    _computing: set[int]
+    _pending: list[tuple[str, object]]
     _returns: dict[int, str | None]
     _param_cache: dict[tuple[int, str], str | None]
     _unpacking: set[tuple[int, tuple[int, ...]]]
@@ -96,7 +98,7 @@ class DeviceValues:
     def local_function(self, name: str, scope: Scope) -> Scope | None:
         raise NotImplementedError
 
-    def calls_of(self, function: Scope) -> list[CallSite]:
+    def calls_of(self, function: Scope) -> list[IndexedCall]:
         raise NotImplementedError
 
     # -- the questions checks ask ---------------------------------------------------------
@@ -120,7 +122,7 @@ class DeviceValues:
             isinstance(v, cst.BaseExpression) and self.device_lib(v, scope) is not None for v in assigned
         )
 
-    def device_at(self, expr: cst.BaseExpression, site: CallSite | None) -> bool:
+    def device_at(self, expr: cst.BaseExpression, site: IndexedCall | None) -> bool:
         """Is `expr` surely on the device where `site` runs? Names are judged by the bindings that reach it.
 
         `rsq = r * r; rsq = cp.asarray(rsq)` and then `cp.asarray(rsq)` in a
@@ -172,8 +174,9 @@ class DeviceValues:
         if isinstance(expr, cst.Subscript):
             return self.taint(expr.value, scope, depth + 1)
         if isinstance(expr, cst.Attribute):
-            if expr.attr.value in HOST_ATTRS or isinstance(expr.value, cst.Name) and self.qualify(expr.value):
-                return None  # x.shape, x.dtype; np.pi
+            attr = expr.attr.value
+            if attr in HOST_ATTRS or attr.startswith("_") or isinstance(expr.value, cst.Name) and self.qualify(expr.value):
+                return None  # x.shape, x.dtype, a library's private bookkeeping (df._data); np.pi
             found = self.taint(expr.value, scope, depth + 1)  # x.T, out.logits, features.relu2_2
             if found is None and expr.attr.value in TENSOR_ATTRS and "torch" in self.libraries:
                 return "torch" + MAYBE  # p.grad, p.data: a tensor, wherever it lives
@@ -192,6 +195,8 @@ class DeviceValues:
         qualname = self.qualify(func)
         if qualname is not None:
             head = qualname.split(".")[0]
+            if qualname in ARRAY_BUILTINS:
+                return self._args_taint(call, scope, depth)  # abs(d), sum(d): the array's own __abs__, __add__
             if head in HOST_MODULES:
                 return None
             return self._args_taint(call, scope, depth)
@@ -235,8 +240,8 @@ class DeviceValues:
             return self._taints[key]
         found: dict[str, str] = {}
         self._taints[key] = found  # partial results serve recursive lookups
-        self._computing.add(key)
-        for _ in range(4):
+        self._pending.append(("names", key))
+        for _ in range(8):
             before = dict(found)
             for name, values in scope.assigns.items():
                 best = found.get(name)
@@ -251,10 +256,14 @@ class DeviceValues:
                     found[name] = best
             if found == before:
                 break
-        self._computing.discard(key)
+        self._pending.pop()
+        if self._pending:
+            # worked out while another question was open (a caller's names, a call being
+            # classified): right for now, but maybe not final, so it is not kept
+            del self._taints[key]
         return found
 
-    def _binding_taint(self, name: str, how: str, value: Any, scope: Scope) -> str | None:
+    def _binding_taint(self, name: str, how: Binding, value: Any, scope: Scope) -> str | None:
         if how in ("=", "aug", "item", "moved") and isinstance(value, cst.BaseExpression):
             return self.taint(value, scope)
         if how in ("for", "unpack") and isinstance(value, Unpack):
@@ -313,11 +322,13 @@ class DeviceValues:
         if key in self._returns:
             return self._returns[key]
         self._returns[key] = None  # a recursive function: its own calls add nothing
+        self._pending.append(("returns", key))
         found = None
         for value in function.returns:
             found = _stronger(found, self.taint(value, function))
-        if self._computing:
-            del self._returns[key]  # computed from half-known values: do not keep
+        self._pending.pop()
+        if self._pending:
+            del self._returns[key]  # computed inside another open question: do not keep
         else:
             self._returns[key] = found
         return found
@@ -345,9 +356,11 @@ class DeviceValues:
         if key in self._param_cache:
             return self._param_cache[key]
         self._param_cache[key] = None  # mutual recursion between functions ends here
+        self._pending.append(("param", key))
         result = self._param_from_calls(name, scope)
-        if self._computing - {id(scope)}:
-            del self._param_cache[key]
+        self._pending.pop()
+        if any(item != ("names", id(scope)) for item in self._pending):
+            del self._param_cache[key]  # asked inside another open question than its own scope's names
         else:
             self._param_cache[key] = result
         return result

@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from .events import Callsite
 from .residency import byte_bounds
+from .sites import Site
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class MoveRecord:
     hi: int
     kernel: str
     param: str
-    callsite: Callsite | None
+    callsite: Site | None
 
     def where(self) -> str:
         at = f" at {self.callsite.file}:{self.callsite.line}" if self.callsite else ""

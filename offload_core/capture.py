@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import threading
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import scope as scopes
 from .claims import CLAIMS
@@ -34,14 +34,23 @@ from .events import BUS, callsite
 if TYPE_CHECKING:
     from .backends.base import Backend
     from .kernels import Kernel
-    from .region import region
     from .residency import Mapping
+
+
+class CapturingRegion(Protocol):
+    """What a capture reads of the region that made it (`offload_core.region.region`, which imports this module)."""
+
+    @property
+    def id(self) -> int | None: ...
+
+    @property
+    def active(self) -> bool: ...
 
 
 class Capture:
     """A recorded launch sequence of one region."""
 
-    def __init__(self, owner: region, backend: Backend, mode: str) -> None:
+    def __init__(self, owner: CapturingRegion, backend: Backend, mode: str) -> None:
         self._region = owner
         self._backend = backend
         self._mode = mode

@@ -18,14 +18,22 @@ import string
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping
+from typing import Any, Final, Iterable, Literal, Mapping, TypeVar, get_args
 
 import yaml
 
-KINDS = ("static", "runtime")
-SEVERITIES = ("error", "warning", "info")
-FIX_SAFETIES = ("none", "safe", "unsafe")
-API_KINDS = ("h2d", "d2h", "sync", "launch", "region", "alloc")
+#: which tool checks a rule: the linter (static) or the profiler (runtime)
+RuleKind = Literal["static", "runtime"]
+KINDS: Final[tuple[RuleKind, ...]] = get_args(RuleKind)
+Severity = Literal["error", "warning", "info"]
+SEVERITIES: Final[tuple[Severity, ...]] = get_args(Severity)
+#: `safe`: applying the fix never changes what the program computes; `unsafe`: it may (review it)
+FixSafety = Literal["none", "safe", "unsafe"]
+FIX_SAFETIES: Final[tuple[FixSafety, ...]] = get_args(FixSafety)
+#: what a library call listed in `rules/apis/` does
+ApiKind = Literal["h2d", "d2h", "sync", "launch", "region", "alloc"]
+API_KINDS: Final[tuple[ApiKind, ...]] = get_args(ApiKind)
+_Choice = TypeVar("_Choice", bound=str)
 _REQUIRED = ("id", "name", "kind", "severity", "summary", "message", "rationale", "fix", "fix_safety", "examples")
 
 
@@ -40,19 +48,26 @@ def rules_dir() -> Path:
 
 @dataclass(frozen=True)
 class Position:
-    """A 1-based line and column, as the linter prints them."""
+    """A 1-based line and column, as the linter prints them, and the finding's message there if pinned."""
 
     line: int
     column: int
+    message: str | None = None
 
 
 @dataclass(frozen=True)
 class Example:
-    """A snippet that must (invalid) or must not (valid) produce findings."""
+    """A snippet that must (invalid) or must not (valid) produce findings.
+
+    `fixed` (invalid examples of rules with a fix) is the code after every
+    fix offered for the findings is applied, unsafe ones included; where no
+    fix is offered it is the code itself.
+    """
 
     code: str
     expect: tuple[Position, ...] = ()
     options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    fixed: str | None = None
 
 
 @dataclass(frozen=True)
@@ -61,13 +76,13 @@ class Rule:
 
     id: str
     name: str
-    kind: str
-    severity: str
+    kind: RuleKind
+    severity: Severity
     summary: str
     message: str
     rationale: str
     fix: str
-    fix_safety: str
+    fix_safety: FixSafety
     options: Mapping[str, Any]
     invalid: tuple[Example, ...]
     valid: tuple[Example, ...]
@@ -98,7 +113,7 @@ class ApiEntry:
     """
 
     library: str
-    kind: str
+    kind: ApiKind
     blocking: bool
     call: str | None = None
     method: str | None = None
@@ -127,13 +142,6 @@ class Catalog:
         except KeyError:
             raise KeyError(f"no rule {code!r} in the catalog (known: {', '.join(sorted(self.rules))})") from None
 
-    def of_kind(self, kind: str) -> tuple[Rule, ...]:
-        return tuple(r for r in self.rules.values() if r.kind == kind)
-
-    @property
-    def api_entries(self) -> tuple[ApiEntry, ...]:
-        return tuple(e for f in self.apis for e in f.entries)
-
 
 def _read_yaml(path: Path) -> Any:
     try:
@@ -159,14 +167,15 @@ def _need(data: Mapping[str, Any], key: str, kind: type | tuple[type, ...], path
     return value
 
 
-def _choice(data: Mapping[str, Any], key: str, choices: tuple[str, ...], path: Path) -> str:
+def _choice(data: Mapping[str, Any], key: str, choices: tuple[_Choice, ...], path: Path) -> _Choice:
     value = _need(data, key, str, path)
-    if value not in choices:
-        raise CatalogError(f"{path}: '{key}' is {value!r}; choose one of {', '.join(choices)}")
-    return str(value)
+    for choice in choices:
+        if value == choice:
+            return choice
+    raise CatalogError(f"{path}: '{key}' is {value!r}; choose one of {', '.join(choices)}")
 
 
-def _examples(raw: Any, which: str, path: Path) -> tuple[Example, ...]:
+def _examples(raw: Any, which: str, path: Path, fixable: bool) -> tuple[Example, ...]:
     if raw is None:
         return ()
     if not isinstance(raw, list):
@@ -180,17 +189,27 @@ def _examples(raw: Any, which: str, path: Path) -> tuple[Example, ...]:
             raise CatalogError(f"{path}: examples.valid[{n}] cannot expect findings")
         if which == "invalid" and not expect_raw:
             raise CatalogError(f"{path}: examples.invalid[{n}] must expect at least one finding")
+        unknown = sorted(set(item) - {"code", "expect", "options", "fixed"})
+        if unknown:
+            raise CatalogError(f"{path}: examples.{which}[{n}]: unknown key(s) {', '.join(map(str, unknown))}")
         positions = []
         for pos in expect_raw:
             if not (isinstance(pos, dict) and isinstance(pos.get("line"), int) and isinstance(pos.get("column"), int)):
                 raise CatalogError(f"{path}: examples.{which}[{n}].expect entries need integer 'line' and 'column'")
             if pos["line"] < 1 or pos["column"] < 1:
                 raise CatalogError(f"{path}: examples.{which}[{n}]: lines and columns are 1-based")
-            positions.append(Position(pos["line"], pos["column"]))
+            if set(pos) - {"line", "column", "message"} or not isinstance(pos.get("message", ""), str):
+                raise CatalogError(f"{path}: examples.{which}[{n}].expect entries hold 'line', 'column' and a "
+                                   "'message' string")
+            positions.append(Position(pos["line"], pos["column"], pos.get("message")))
         options = item.get("options", {})
         if not isinstance(options, dict):
             raise CatalogError(f"{path}: examples.{which}[{n}].options must be a mapping")
-        out.append(Example(item["code"], tuple(positions), MappingProxyType(dict(options))))
+        fixed = item.get("fixed")
+        if fixed is not None and not (which == "invalid" and fixable and isinstance(fixed, str)):
+            raise CatalogError(f"{path}: examples.{which}[{n}]: 'fixed' is the fixed code (a string) of an invalid "
+                               "example of a static rule with a fix")
+        out.append(Example(item["code"], tuple(positions), MappingProxyType(dict(options)), fixed))
     return tuple(out)
 
 
@@ -226,19 +245,22 @@ def load_rule(path: Path) -> Rule:
     default_enabled = data.get("default_enabled", True)
     if not isinstance(default_enabled, bool):
         raise CatalogError(f"{path}: 'default_enabled' must be true or false")
+    kind = _choice(data, "kind", KINDS, path)
+    fix_safety = _choice(data, "fix_safety", FIX_SAFETIES, path)
+    fixable = kind == "static" and fix_safety != "none"
     return Rule(
         id=rule_id,
         name=name,
-        kind=_choice(data, "kind", KINDS, path),
+        kind=kind,
         severity=_choice(data, "severity", SEVERITIES, path),
         summary=_need(data, "summary", str, path).strip(),
         message=message,
         rationale=_need(data, "rationale", str, path).strip(),
         fix=_need(data, "fix", str, path).strip(),
-        fix_safety=_choice(data, "fix_safety", FIX_SAFETIES, path),
+        fix_safety=fix_safety,
         options=MappingProxyType(dict(options)),
-        invalid=_examples(examples.get("invalid"), "invalid", path),
-        valid=_examples(examples.get("valid"), "valid", path),
+        invalid=_examples(examples.get("invalid"), "invalid", path, fixable),
+        valid=_examples(examples.get("valid"), "valid", path, fixable),
         default_enabled=default_enabled,
         related=tuple(related),
         path=path,
@@ -264,9 +286,9 @@ def load_api_file(path: Path) -> ApiFile:
             raise CatalogError(f"{where} needs exactly one of 'call' and 'method'")
         if not isinstance(call or method, str):
             raise CatalogError(f"{where}: 'call'/'method' must be a string")
-        kind = item.get("kind")
-        if kind not in API_KINDS:
-            raise CatalogError(f"{where}: 'kind' is {kind!r}; choose one of {', '.join(API_KINDS)}")
+        kind = next((k for k in API_KINDS if item.get("kind") == k), None)
+        if kind is None:
+            raise CatalogError(f"{where}: 'kind' is {item.get('kind')!r}; choose one of {', '.join(API_KINDS)}")
         blocking = item.get("blocking", False)
         if not isinstance(blocking, bool):
             raise CatalogError(f"{where}: 'blocking' must be true or false")

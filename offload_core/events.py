@@ -24,23 +24,12 @@ from dataclasses import dataclass
 from types import CodeType, FrameType
 from typing import Callable, Protocol
 
+from .kinds import KINDS, Kind  # noqa: F401  (KINDS: the kinds an `Event` can be)
+from .sites import Site
+
 #: queued events beyond which finished ones are delivered eagerly, and the hard cap
 PENDING_SOFT_LIMIT = 4096
 PENDING_HARD_LIMIT = 16384
-
-KINDS = ("h2d", "d2h", "alloc", "free", "launch", "sync", "region_enter", "region_exit")
-
-
-@dataclass(frozen=True, slots=True)
-class Callsite:
-    """Where in the user's code an operation was issued."""
-
-    file: str
-    line: int
-    function: str
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line} in {self.function}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +49,7 @@ class Event:
     apart from uploads of new data.
     """
 
-    kind: str
+    kind: Kind
     nbytes: int = 0
     pinned: bool = False
     start_ns: int = 0
@@ -69,7 +58,7 @@ class Event:
     launch: int | None = None
     param: str | None = None
     array: int | None = None
-    callsite: Callsite | None = None
+    callsite: Site | None = None
     mode: str = "batched"
     region: int | None = None
     fingerprint: str | None = None
@@ -223,17 +212,17 @@ def _internal(code: CodeType) -> bool:
 
 
 #: file name -> whether it is offload_core's own, and (id of a code object, instruction) ->
-#: (the code object, its Callsite). Every traced operation asks for its call site, and a
+#: (the code object, its Site). Every traced operation asks for its call site, and a
 #: loop asks for the same few again and again. Code objects are keyed by identity, and
 #: held, because equal code in two files compares equal; both caches are cleared when
 #: they grow past SITE_CACHE entries, so code made on the fly (exec in a loop) cannot
 #: make them grow without bound.
 _INTERNAL: dict[str, bool] = {}
-_SITES: dict[tuple[int, int], tuple[CodeType, Callsite]] = {}
+_SITES: dict[tuple[int, int], tuple[CodeType, Site]] = {}
 SITE_CACHE = 4096
 
 
-def callsite(depth: int = 1) -> Callsite | None:
+def callsite(depth: int = 1) -> Site | None:
     """The first frame outside offload_core, starting `depth` frames up."""
     frame: FrameType | None = sys._getframe(depth)
     internal = _INTERNAL
@@ -255,6 +244,6 @@ def callsite(depth: int = 1) -> Callsite | None:
         return hit[1]
     if len(_SITES) >= SITE_CACHE:
         _SITES.clear()
-    site = Callsite(code.co_filename, frame.f_lineno, code.co_name)
+    site = Site(code.co_filename, frame.f_lineno, code.co_name)
     _SITES[key] = (code, site)
     return site

@@ -37,13 +37,15 @@ from .backends.base import Backend, device_layout
 from .borrows import MOVES, MoveRecord, digest, fingerprint, may_overlap
 from .claims import CLAIMS, Range
 from .errors import AliasError, BorrowError, UseAfterMoveError
-from .events import BUS, Callsite, Event, callsite
+from .events import BUS, Event, callsite
 from .kernels import Kernel
+from .kinds import Kind
 from .params import Param, cast_scalar
 from .residency import Mapping, byte_bounds, data_pointer
 from .scope import Owner, Scope
 from .scope import current as current_scope
 from .settings import _S, get_backend, get_mode
+from .sites import Site
 
 _F64 = np.float64
 
@@ -408,7 +410,7 @@ class _Trace:
 
     __slots__ = ("be", "kernel", "launch", "site", "mode", "region", "host_clock")
 
-    def __init__(self, be: Backend, kernel: str, launch: int, site: Callsite | None, mode: str,
+    def __init__(self, be: Backend, kernel: str, launch: int, site: Site | None, mode: str,
                  region: int | None) -> None:
         self.be = be
         self.kernel = kernel
@@ -418,12 +420,12 @@ class _Trace:
         self.region = region  # the innermost region of the launching context
         self.host_clock = be.host_clock
 
-    def host(self, kind: str, start: int, nbytes: int = 0, pinned: bool = False, param: str | None = None,
+    def host(self, kind: Kind, start: int, nbytes: int = 0, pinned: bool = False, param: str | None = None,
              array: int | None = None) -> None:
         BUS.emit(Event(kind, nbytes, pinned, start, perf_counter_ns() - start, self.kernel, self.launch, param, array,
                        self.site, self.mode, self.region, None))
 
-    def device(self, kind: str, mark: Any, nbytes: int = 0, pinned: bool = False, param: str | None = None,
+    def device(self, kind: Kind, mark: Any, nbytes: int = 0, pinned: bool = False, param: str | None = None,
                array: int | None = None, fp: str | None = None) -> None:
         if self.host_clock:
             BUS.emit(Event(kind, nbytes, pinned, mark, perf_counter_ns() - mark, self.kernel, self.launch, param,
@@ -446,7 +448,7 @@ def _run_traced(
     mappings: list[Mapping | None],
     arrays: list[int],
     index: int,
-    site: Callsite | None,
+    site: Site | None,
     mode: str,
     region: int | None,
 ) -> None:

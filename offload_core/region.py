@@ -48,11 +48,12 @@ from .borrows import MOVES, digest, fingerprint
 from .capture import Capture
 from .claims import CLAIMS, Claim
 from .errors import BorrowError, OffloadError, UseAfterMoveError
-from .events import BUS, Callsite, callsite
+from .events import BUS, callsite
 from .launch import device_view
 from . import scope as scopes
 from .residency import Mapping, byte_bounds, data_pointer
 from .settings import check_default, get_backend, get_mode
+from .sites import Site
 
 
 def _local_names(frame: Any, arrays: list[np.ndarray[Any, Any]]) -> list[str]:
@@ -104,7 +105,7 @@ class region:  # noqa: N801 - a context manager used like a keyword, as contextl
         self._backend: Backend | None = None
         self._mode = "batched"
         self._held: list[Mapping] = []
-        self._site: Callsite | None = None
+        self._site: Site | None = None
         self._active = False
         self._owner: scopes.Owner | None = None
         self._token: Any = None

@@ -22,13 +22,48 @@ from __future__ import annotations
 import itertools
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from .annotations import Access
-from .events import Callsite
 from .scope import Owner
+from .sites import Site
+
+if TYPE_CHECKING:
+    from .kernels import Kernel
+
+
+class DeviceArray(Protocol):
+    """A backend's device twin of a host array (a NumPy array on the NumPy backend, a CuPy array on a GPU)."""
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+
+    @property
+    def strides(self) -> tuple[int, ...]: ...
+
+    @property
+    def nbytes(self) -> int: ...
+
+
+class Recording(Protocol):
+    """What a launch asks of the `r.capture()` block now recording (`offload_core.capture.Capture`).
+
+    A protocol rather than the class, because the capture module sits above
+    this one (it records mappings): the present table only holds it.
+    """
+
+    @property
+    def naive(self) -> bool: ...
+
+    #: whose launches it records: the opener's thread and task
+    owner: Owner | None
+    thread: int
+
+    def record_call(self, k: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None: ...
+
+    def record_launch(self, k: Kernel, dev_args: list[Any], mappings: list[Mapping | None], temps: int) -> None: ...
 
 
 def byte_bounds(a: np.ndarray[Any, Any]) -> tuple[int, int]:
@@ -77,14 +112,14 @@ class Mapping:
     """
 
     host: np.ndarray[Any, Any]
-    device: Any
+    device: DeviceArray
     lo: int
     hi: int
     ptr: int
     access: Access
     name: str
     region: int
-    callsite: Callsite | None
+    callsite: Site | None
     refs: int = 1
     initialized: bool = True
     dirty: bool = False
@@ -125,9 +160,9 @@ class PresentTable:
         #: ids of the regions now entered, innermost last (naive-mode ones too)
         self.regions: list[int] = []
         #: the `r.capture()` recording launches now, if any (offload_core.capture.Capture)
-        self.capture: Any = None
+        self.capture: Recording | None = None
         #: kernels holding a launch plan over these mappings (see launch.Plan)
-        self.plans: list[Any] = []
+        self.plans: list[Kernel] = []
         #: held by region entry and exit while they look up, count and change mappings
         self.lock = threading.RLock()
         #: counts changes of mappings: a launch that checked before a change must check again

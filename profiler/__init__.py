@@ -1,18 +1,25 @@
-"""profiler: records offload_core's copies and launches, finds runtime anti-patterns, gates CI.
+"""profiler: records copies and launches, finds runtime anti-patterns, shows and gates them.
 
-The pieces, in dependency order (each only reads the ones above it):
+The package is laid out in rooms by role, each importing only the rooms
+below it (the order is checked on the real import graph by
+tests/test_import_graph.py and described in docs/design.md):
 
-* `profiler.model`: the trace model, `Run` (metadata + records), with
-  `save/load/to_json/from_json`. Everything else reads a `Run`.
-* `profiler.recorder`: `Recorder`, which subscribes to `offload_core.events`.
-* `profiler.summary`: totals and aggregates per launch, kernel, call site
-  and direction, as pure functions of a `Run`.
-* `profiler.detectors`: the runtime rules OFF501-OFF507 of the catalog.
-* `profiler.report`, `profiler.chrome`, `profiler.gate`: text reports,
-  Chrome Trace Event export, the CI gate.
-* `profiler.cli`: `offload-prof`; `profiler.pytest_plugin`: the pytest
-  fixture and marker.
+* `profiler.trace`: the data model every other room reads (`Run`,
+  `Record`, `Site`, `Meta`, `Link`), its columns and its file format.
+* `profiler.sources`: what turns a running program into a `Run`:
+  offload_core's `Recorder`, CUPTI, rocprofv3 import, the target runner,
+  the suite recording, calibration.
+* `profiler.analysis`: pure functions of a `Run`: summaries, the
+  per-launch table, the runtime detectors OFF501-OFF507.
+* `profiler.outputs`: reports, the Chrome export, baselines, budgets and
+  the gate.
+* `profiler.tui`: the Textual app.
+* `profiler.commands`: one module per `offload-prof` command, listed in
+  `profiler.commands.COMMANDS`; `profiler.cli` builds the parser from it.
 
+`profiler.errors` and `profiler.units` sit below every room;
+`profiler.cli`, `profiler.pytest_plugin` (the pytest fixture and marker)
+and `profiler.model` (the trace model under its public name) above them.
 `import profiler` loads none of them (the pytest plugin is imported by
 every pytest run of an environment that has offload-guard installed).
 """

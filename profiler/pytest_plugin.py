@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any, Callable, Generator, Iterator
 import pytest
 
 if TYPE_CHECKING:
-    from .detectors import Finding
-    from .model import Run
-    from .recorder import Recorder
-    from .summary import Flow, SiteSummary
+    from .analysis.detectors import Finding
+    from .analysis.summary import Flow, SiteSummary, Totals
+    from .sources.recorder import Recorder
+    from .trace.model import Run
 
 LIMITS = ("h2d", "d2h", "h2d_bytes", "d2h_bytes", "syncs", "launches")
 
@@ -39,7 +39,7 @@ class Transfers:
     """
 
     def __init__(self, fingerprints: bool = False) -> None:
-        from .recorder import Recorder
+        from .sources.recorder import Recorder
 
         self._recorder: Recorder = Recorder(fingerprints=fingerprints)
         self._final: Run | None = None
@@ -67,43 +67,45 @@ class Transfers:
             self._final = self._recorder.run(argv=("pytest",))
         return self._final
 
-    def _flow(self, kind: str) -> Flow:
-        from .summary import flow_of
+    def totals(self) -> Totals:
+        """The recording's totals (`profiler.analysis.summary.totals`)."""
+        from .analysis.summary import totals
 
-        return flow_of(r for r in self.run.records if r.kind == kind)
+        return totals(self.run)
 
     @property
     def h2d(self) -> Flow:
         """Host-to-device copies: `.count`, `.nbytes`, `.ns`."""
-        return self._flow("h2d")
+        return self.totals().h2d
 
     @property
     def d2h(self) -> Flow:
-        return self._flow("d2h")
+        return self.totals().d2h
 
     @property
     def launches(self) -> int:
-        return self._flow("launch").count
+        return self.totals().launches.count
 
     @property
     def syncs(self) -> int:
-        return self._flow("sync").count
+        return self.totals().syncs.count
 
     def sites(self) -> tuple[SiteSummary, ...]:
         """Per call site, most copy time first."""
-        from .summary import by_site
+        from .analysis.summary import by_site
 
         return by_site(self.run)
 
     def findings(self) -> list[Finding]:
         """The runtime detectors' findings on what was recorded."""
-        from .detectors import detect
+        from .analysis.detectors import detect
 
         return detect(self.run)
 
     def __repr__(self) -> str:
-        h, d = self.h2d, self.d2h
-        return f"<Transfers h2d={h.count} ({h.nbytes} B) d2h={d.count} ({d.nbytes} B) launches={self.launches} syncs={self.syncs}>"
+        t = self.totals()
+        return (f"<Transfers h2d={t.h2d.count} ({t.h2d.nbytes} B) d2h={t.d2h.count} ({t.d2h.nbytes} B) "
+                f"launches={t.launches.count} syncs={t.syncs.count}>")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -153,7 +155,7 @@ def _count(key: str, value: Any) -> int:
 
 def over_budget(t: Transfers, limits: dict[str, int], spec: str) -> str | None:
     """The failure message, or None when every limit holds."""
-    from .model import relative_file
+    from .trace.records import relative_file
     from .units import fmt_bytes
 
     h, d = t.h2d, t.d2h

@@ -1,4 +1,4 @@
-"""Shared fixtures: a backend per test (NumPy always, CuPy where a GPU is), an event recorder.
+"""Shared fixtures: a backend per test (NumPy always, CuPy where a GPU is), an event recorder, text snapshots.
 
 Every test leaves offload_core as it found it: the batched mode, the NumPy
 backend, no mapped arrays and no device memory in use. The last two are
@@ -17,6 +17,8 @@ import pytest
 import offload_core
 from offload_core import events
 from offload_core.backends import NumpyBackend, cupy_usable
+
+from .snapshots import TextSnapshot
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -114,3 +116,9 @@ def rec() -> Iterator[Recorder]:
 def host(a: Any) -> np.ndarray:
     """A host copy of a kernel result, whichever backend made it."""
     return np.asarray(a)
+
+
+@pytest.fixture
+def text_snapshot(snapshot: Any) -> Any:
+    """A syrupy snapshot stored as a plain text file (see tests/snapshots.py)."""
+    return snapshot.use_extension(TextSnapshot)

@@ -32,9 +32,9 @@ from __future__ import annotations
 import libcst as cst
 
 from ..context import FileContext
-from ..model import CallSite, ItemStore, Loop, Unpack
+from ..model import IndexedCall, Loop, Unpack
 from ..uses import UseFinder
-from . import check
+from .registry import check
 
 TIMERS = frozenset({
     "time.time", "time.perf_counter", "time.monotonic", "time.process_time", "time.perf_counter_ns", "time.time_ns",
@@ -47,9 +47,6 @@ READ_METHODS = frozenset({"item", "tolist"})  # for tensors that may be on the d
 @check("OFF104", "OFF301", "OFF302")
 def syncs(ctx: FileContext) -> None:
     sem = ctx.sem
-    if ctx.enabled("OFF302"):
-        for store in ctx.index.item_stores:
-            _element_write(ctx, store)
     conversions = frozenset(ctx.options("OFF104").get("conversions", ()))
     for site in ctx.index.calls:
         loop = site.loop
@@ -65,7 +62,7 @@ def syncs(ctx: FileContext) -> None:
                        advice="synchronise once after the loop, where the host needs the results")
 
 
-def _read(ctx: FileContext, site: CallSite, conversions: frozenset[str]) -> tuple[str, cst.BaseExpression] | None:
+def _read(ctx: FileContext, site: IndexedCall, conversions: frozenset[str]) -> tuple[str, cst.BaseExpression] | None:
     """(what to call it, the device value read) for `.item()`/`.tolist()` or `float()` of a device value."""
     sem = ctx.sem
     call = site.node
@@ -93,15 +90,14 @@ def _read(ctx: FileContext, site: CallSite, conversions: frozenset[str]) -> tupl
     return f"{name}() of a {lib} array", value
 
 
-def _judge_read(ctx: FileContext, site: CallSite, loop: Loop, api: str, value: cst.BaseExpression) -> None:
+def _judge_read(ctx: FileContext, site: IndexedCall, loop: Loop, api: str, value: cst.BaseExpression) -> None:
     sem = ctx.sem
     if sem.rare_branch(site, loop):
         return
     element = _element_source(ctx, site, loop, value)
     if element is not None:
         if ctx.enabled("OFF302"):
-            ctx.report("OFF302", site.node, api=api, access="reads", array=element, loop_line=ctx.line(loop.node),
-                       cost="a device sync", advice=f"read the whole array once before the loop ({element}.tolist())")
+            ctx.report("OFF302", site.node, api=api, array=element, loop_line=ctx.line(loop.node))
         return
     if sem.device_lib(value, site.scope) is None and sem.array_lib(value, site.scope) is not None:
         return  # a tensor that may be on the host: only element-wise reads are worth saying
@@ -123,7 +119,7 @@ def _judge_read(ctx: FileContext, site: CallSite, loop: Loop, api: str, value: c
                    advice="the value steers the loop; if that can wait, test it every N iterations")
 
 
-def _element_source(ctx: FileContext, site: CallSite, loop: Loop, value: cst.BaseExpression) -> str | None:
+def _element_source(ctx: FileContext, site: IndexedCall, loop: Loop, value: cst.BaseExpression) -> str | None:
     """The device array `value` is one element of, when the loop walks that array (else None)."""
     sem = ctx.sem
     node = value
@@ -161,7 +157,7 @@ def _iterates(loop: Loop, source: cst.BaseExpression) -> bool:
     return False
 
 
-def _iterated_array(ctx: FileContext, site: CallSite, bound: Unpack) -> str | None:
+def _iterated_array(ctx: FileContext, site: IndexedCall, bound: Unpack) -> str | None:
     sem = ctx.sem
     source = bound.source
     index = list(bound.index)
@@ -179,7 +175,7 @@ def _iterated_array(ctx: FileContext, site: CallSite, bound: Unpack) -> str | No
     return ctx.code(source)
 
 
-def _avoidable_wait(ctx: FileContext, site: CallSite, loop: Loop) -> bool:
+def _avoidable_wait(ctx: FileContext, site: IndexedCall, loop: Loop) -> bool:
     """A wait that nothing in the loop needs: not for timing, not opted into, not per device or chunk."""
     sem = ctx.sem
     if sem.rare_branch(site, loop) or sem.guarded_by_flag(site, loop) or sem.amortised(site, loop, ctx.index.loops):
@@ -205,23 +201,3 @@ def _measures_time(ctx: FileContext, loop: Loop) -> bool:
     return False
 
 
-
-def _element_write(ctx: FileContext, store: ItemStore) -> None:
-    """`d[i] = value` in a loop, `d` a device array, `i` changing, `value` a host value: one copy per element."""
-    if not store.loops or not isinstance(store.target.value, cst.Name):
-        return
-    sem = ctx.sem
-    loop = store.loops[-1]
-    array = store.target.value
-    if sem.array_lib(array, store.scope) is None or sem.array_lib(store.value, store.scope) is not None:
-        return
-    if isinstance(store.value, cst.Name) and store.value.value in ("None", "True", "False"):
-        return
-    changed = sem.changed_in(loop)
-    if all(sem.expression_invariant(e.slice, loop, changed) for e in store.target.slice):
-        return
-    if sem.rare_conds(store.conds, loop):
-        return
-    ctx.report("OFF302", store.target, api=f"{array.value}[...] = ...", access="writes", array=array.value,
-               loop_line=ctx.line(loop.node), cost="a host->device copy",
-               advice="build the values on the host and upload them once, or compute them on the device")

@@ -17,15 +17,17 @@ equals a constant (`if i == 0:`) is not per iteration and is not reported.
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from ..context import FileContext
 from ..fixes import device_create_fix, hoist_fix
-from ..index import CallSite
+from ..index import IndexedCall
 from ..model import Unpack
 from ..semantics import Classified
 from ..uses import path_to
-from . import check
+from .registry import check
 
 COLLECTING_METHODS = frozenset({"append", "extend", "insert", "add", "appendleft", "put"})
 
@@ -50,13 +52,13 @@ def transfers(ctx: FileContext) -> None:
         if sem.invariant_in(site, loop) and not _collected(site):
             fix = hoist_fix(ctx, site, use) if ctx.enabled("OFF101") else None
             ctx.report("OFF101", site.node, fix, **fields)
-        elif use.kind == "h2d" and use.data is not None and _python_values(ctx, site, use.data):
+        elif use.kind == "h2d" and use.data is not None and not once(site) and _python_values(ctx, site, use.data):
             ctx.report("OFF108", site.node, **fields)
         else:
             ctx.report("OFF106", site.node, **fields)
 
 
-def _collected(site: CallSite) -> bool:
+def _collected(site: IndexedCall) -> bool:
     """Is the copy's result kept per iteration (a comprehension's element, appended, stored by index)?"""
     if site.small is None:
         return False
@@ -85,7 +87,7 @@ def _collected(site: CallSite) -> bool:
 NUMBA_CREATORS = frozenset({"empty", "empty_like"})
 
 
-def _host_alloc(ctx: FileContext, site: CallSite, use: Classified, creators: frozenset[str]) -> bool:
+def _host_alloc(ctx: FileContext, site: IndexedCall, use: Classified, creators: frozenset[str]) -> bool:
     """Report OFF105 when the uploaded array was just built on the host; True when reported."""
     data = use.data
     if not isinstance(data, cst.Call):
@@ -111,12 +113,28 @@ def _host_alloc(ctx: FileContext, site: CallSite, use: Classified, creators: fro
     return True
 
 
+SETUP_FUNCTION = re.compile(r"^(?:__init__|__setstate__|__post_init__|setup|set_up|reset_parameters|"
+                            r"load\w*|_load\w*|init\w*|_init\w*|build\w*|from_\w+|create\w*)$")
+
+
+def once(site: IndexedCall) -> bool:
+    """Is the call in set-up code that runs once (`__init__`, `__setstate__`, `load_*`, `build_*`)?
+
+    A loop there (over parameters, over layers) repeats per object, not per
+    step, so a small per-iteration cost is paid once.
+    """
+    scope = site.scope
+    while scope is not None and scope.kind not in ("function", "module"):
+        scope = scope.parent
+    return scope is not None and scope.kind == "function" and SETUP_FUNCTION.match(scope.name) is not None
+
+
 RANDOM_FILLS = frozenset({"random_", "uniform_", "normal_", "bernoulli_", "exponential_", "geometric_", "cauchy_",
                           "log_normal_"})
 DEVICE_RNG = {"cupy": "cupy.random", "torch": "torch"}
 
 
-def _random_source(ctx: FileContext, site: CallSite, data: cst.BaseExpression) -> cst.Call | None:
+def _random_source(ctx: FileContext, site: IndexedCall, data: cst.BaseExpression) -> cst.Call | None:
     """The host random draw `data` is (directly, through a fill method, or by the name's reaching binding)."""
     sem = ctx.sem
     from ..loops import is_random
@@ -142,10 +160,10 @@ def _random_source(ctx: FileContext, site: CallSite, data: cst.BaseExpression) -
     return None
 
 
-def _host_random(ctx: FileContext, site: CallSite, use: Classified) -> bool:
+def _host_random(ctx: FileContext, site: IndexedCall, use: Classified) -> bool:
     """OFF107: numbers drawn by a host generator, then uploaded, where the device library draws them itself."""
-    if use.api.library not in DEVICE_RNG or use.data is None:
-        return False
+    if use.api.library not in DEVICE_RNG or use.data is None or site.loop is None or once(site):
+        return False  # drawn once (setup, a warm-up input): the copy is paid once
     draw = _random_source(ctx, site, use.data)
     if draw is None:
         return False
@@ -155,6 +173,9 @@ def _host_random(ctx: FileContext, site: CallSite, use: Classified) -> bool:
     fix = None
     if use.api.library == "torch" and qualname.startswith("torch.") and draw is use.data:
         fix, replacement = device_create_fix(ctx, site, use, draw, creator, "torch", safety="unsafe")
+    elif use.api.library == "torch" and isinstance(draw.func, cst.Attribute):
+        fill = draw.func.attr.value  # torch.LongTensor(n).random_(8): fill a tensor made on the device
+        replacement = f"a tensor created on the device and filled there (torch.empty(..., device=...).{fill}(...))"
     elif use.api.library == "torch":
         replacement = "a torch creator with device= (torch.randn/rand/randint(..., device=...))"
     else:
@@ -167,13 +188,18 @@ PYTHON_BUILDERS = frozenset({"builtins.list", "builtins.tuple", "builtins.int", 
                              "builtins.range", "builtins.sorted", "builtins.sum", "builtins.min", "builtins.max"})
 
 
-def _python_values(ctx: FileContext, site: CallSite, data: cst.BaseExpression, depth: int = 0) -> bool:
+def _python_values(ctx: FileContext, site: IndexedCall, data: cst.BaseExpression, depth: int = 0) -> bool:
     """Is the uploaded value built from Python numbers and lists (not an array the program computed)?"""
     if depth > 4:
         return False
     sem = ctx.sem
-    if isinstance(data, (cst.List, cst.Tuple, cst.ListComp, cst.Integer, cst.Float)):
+    if isinstance(data, (cst.Integer, cst.Float)):
         return True
+    if isinstance(data, (cst.List, cst.Tuple)):
+        return all(_python_values(ctx, site, e.value, depth + 1) or sem.array_lib(e.value, site.scope) is None
+                   and not isinstance(e.value, cst.StarredElement) for e in data.elements)
+    if isinstance(data, cst.ListComp):
+        return sem.array_lib(data.elt, site.scope) is None
     if isinstance(data, cst.BinaryOperation):
         return _python_values(ctx, site, data.left, depth + 1) and _python_values(ctx, site, data.right, depth + 1)
     if isinstance(data, cst.Call):

@@ -198,8 +198,3 @@ class HostPinning:
             pass
         for lo, hi in state.ranges:
             self._unregister(lo, hi)
-
-    def release_all(self) -> None:
-        """Unregister everything (backend shutdown)."""
-        for key in list(self._owners):
-            self._forget(key)

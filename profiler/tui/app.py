@@ -31,7 +31,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static, TabbedContent, TabPane
 
-from ..detectors import Finding
+from ..analysis.detectors import Finding
 from ..units import fmt_bytes, fmt_ns
 from .findings import SourceScreen, describe
 from .gridview import GridView

@@ -27,7 +27,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from ..detectors import Finding
+from ..analysis.detectors import Finding
 from ..units import fmt_bytes, fmt_ns
 from .session import Trace
 

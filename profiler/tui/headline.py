@@ -7,6 +7,8 @@ copies each way), and the ratio sentence ("batched is 139x faster; 99%
 of the naive run was copies") always comes whole. On the NumPy backend
 copies are host memcpys, so where a link is modelled its copy time is a
 separate, labelled column and clause, never mixed into measured figures.
+The sentence and the clause are `profiler.outputs.report`'s, which the
+text mode of `tui` and `demo` prints too; this module lays them out.
 
 Built as rich `Text` (no Textual), so it is tested as plain text.
 """
@@ -18,8 +20,8 @@ from typing import Sequence
 
 from rich.text import Text
 
-from ..model import Link
-from ..summary import Totals
+from ..analysis.summary import Totals
+from ..outputs.report import modelled_clause, percent, ratio_sentence
 from ..units import fmt_bytes, fmt_ns
 from .session import Session, Trace
 
@@ -40,52 +42,8 @@ def count(n: int) -> str:
     return f"{n:,}"
 
 
-def times(ratio: float) -> str:
-    """`139x`, `23.7x`, `4.21x`: three significant figures without exponents."""
-    if ratio >= 100:
-        return f"{ratio:.0f}x"
-    if ratio >= 10:
-        return f"{ratio:.1f}x"
-    return f"{ratio:.2f}x"
-
-
-def percent(part: float, whole: float) -> str:
-    if whole <= 0:
-        return "-"
-    share = 100.0 * part / whole
-    text = f"{share:.0f}%"
-    return "99%" if text == "100%" and part < whole else text
-
-
-Named = Sequence[tuple[str, Totals]]
-
-
 def named_totals(session: Session) -> list[tuple[str, Totals]]:
     return [(t.name, t.totals) for t in session.traces]
-
-
-def ratio_sentence(runs: Named) -> str:
-    """`batched is 139x faster; 99% of the naive run was copies` (or the one-run form), from (name, totals)."""
-    (first, a), *rest = runs
-    share = percent(a.copies.ns, a.wall_ns)
-    if not rest:
-        return f"{share} of the {first} run was copies"
-    second, b = rest[0]
-    if a.wall_ns <= 0 or b.wall_ns <= 0:
-        speed = f"{second} and {first} have no wall time to compare"
-    elif a.wall_ns >= b.wall_ns:
-        speed = f"{second} is {times(a.wall_ns / b.wall_ns)} faster"
-    else:
-        speed = f"{second} is {times(b.wall_ns / a.wall_ns)} slower"
-    return f"{speed}; {share} of the {first} run was copies"
-
-
-def modelled_clause(runs: Named, link: Link | None) -> str:
-    """`modelled on pcie5-x16: copies 410 ms vs 0.2 ms` where a link applies."""
-    if link is None:
-        return ""
-    figures = " vs ".join(fmt_ns(t.copies.modelled_ns) for _, t in runs)
-    return f"modelled on {link.name}: copies {figures}"
 
 
 def _columns(session: Session) -> list[_Col]:
@@ -136,7 +94,3 @@ def headline(session: Session, width: int) -> Text:
         # on its own line when the sentence and the clause do not fit together
         out.append("; " + clause if len(sentence) + 2 + len(clause) <= width else "\n" + clause, style="dim")
     return out
-
-
-def headline_height(session: Session, width: int) -> int:
-    return headline(session, width).plain.count("\n") + 1

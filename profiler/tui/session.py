@@ -1,10 +1,10 @@
 """What the TUI shows, computed once: the traces, their summaries, names, link, and (later) findings.
 
 The app never walks records itself: a `Session` holds each run with the
-aggregates every view draws from (`summary.totals`, `by_kernel`,
+aggregates every view draws from (`analysis.summary.totals`, `by_kernel`,
 `by_site`, and the columnar `LaunchTable`), all computed when the session
 is built, so switching views, sorting and filtering never recompute them.
-Findings come from `profiler.detectors.detect`, which needs the runs'
+Findings come from `profiler.analysis.detectors.detect`, which needs the runs'
 `Record` objects; for large traces that takes seconds, so the app runs it
 in a worker thread and `set_findings` fills them in when it is done.
 
@@ -13,15 +13,16 @@ No Textual here: the session is plain data and is tested as such.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..detectors import Finding, detect
-from ..launches import LaunchTable, launch_table
-from ..model import Link, Run, Site, relative_file
-from ..summary import KernelSummary, SiteSummary, Totals, by_kernel, by_site, totals
+from ..analysis.detectors import Finding, detect
+from ..analysis.launches import LaunchTable, launch_table
+from ..analysis.summary import KernelSummary, SiteSummary, Totals, by_kernel, by_site, totals
+from ..outputs.report import run_names, site_label
+from ..trace.model import Run
+from ..trace.records import Link, Site, relative_file
 
 
 @dataclass(frozen=True, eq=False)
@@ -36,16 +37,9 @@ class Trace:
     kernels: tuple[KernelSummary, ...]
     sites: tuple[SiteSummary, ...]
 
-    @property
-    def file_name(self) -> str:
-        return Path(self.path).name if self.path else self.name
-
     def site_label(self, site: Site | None, column: bool = False) -> str:
         """`file:line in function` (`file:line:column in function`), the file relative to the run's folder."""
-        if site is None:
-            return "(no call site)"
-        where = f"{site.line}:{site.column}" if column else f"{site.line}"
-        return f"{relative_file(site.file, self.run.meta.cwd)}:{where} in {site.function}"
+        return site_label(site, self.run.meta.cwd, column)
 
     def source_file(self, site: Site) -> Path | None:
         """The file a call site names, where this machine has it.
@@ -64,16 +58,6 @@ class Trace:
                 candidates.append(Path(self.path).resolve().parent / rel)
             candidates.append(Path.cwd() / rel)
         return next((c for c in candidates if c.is_file()), None)
-
-
-def run_names(runs: Sequence[Run]) -> tuple[str, ...]:
-    """Their modes when the modes differ (naive, batched); else first, second (as `compare` names them)."""
-    modes = [r.meta.mode or "run" for r in runs]
-    if len(runs) == 1:
-        return (modes[0],)
-    if len(set(modes)) == len(modes):
-        return tuple(modes)
-    return ("first", "second")[: len(runs)]
 
 
 @dataclass(eq=False)
@@ -137,12 +121,3 @@ def detect_files(paths: Sequence[str], link: Link | None, conn: Any) -> None:
         result = ("error", f"{type(exc).__name__}: {exc}")
     conn.send(result)
     conn.close()
-
-
-def display_path(path: str) -> str:
-    """A trace path as headings show it: relative to the current folder when inside it."""
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:
-        return path
-    return path if rel.startswith("..") else rel

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import offload_core
 from profiler.model import Run, Site
-from profiler.recorder import Recorder
+from profiler.sources.recorder import Recorder
 
 HERE = Path(__file__).resolve().parent
 

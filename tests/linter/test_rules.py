@@ -1,12 +1,26 @@
-"""Every rule's catalog examples, run as tests (Fixit style), and the catalog <-> checks contract."""
+"""Every rule's catalog examples, run as tests (Fixit style), and the catalog <-> checks contract.
+
+An invalid example pins where its findings are, and may pin each message
+(`message:` in its `expect` entries) and, for rules with a fix, the fixed
+code (`fixed:`). Each rule's `fix_safety` is checked against the fixes its
+examples get, and every `safe` fix is run before and after against
+stand-ins of the device libraries (tests/linter/standins.py): it must
+leave the program's arrays exactly as they were.
+"""
 
 from __future__ import annotations
+
+import sys
+from typing import Any
 
 import pytest
 
 from linter.checks import CHECKS
 from linter.engine import DIAGNOSTICS, lint_text, settings_for
+from linter.findings import FileResult
+from linter.fixing import fix_text
 
+from . import standins
 from .kit import APIS, CATALOG, codes, lint
 
 STATIC = [r for r in CATALOG.rules.values() if r.kind == "static"]
@@ -34,6 +48,99 @@ def test_catalog_example(rule, which, example) -> None:  # type: ignore[no-untyp
     assert got == want
     for finding in result.findings:
         assert finding.message == finding.message.strip() and "{" not in finding.message
+    messages = {(f.line, f.column): f.message for f in result.findings}
+    for p in example.expect:
+        if p.message is not None:
+            assert messages[(p.line, p.column)] == p.message
+    if example.fixed is not None:
+        assert _fixed(rule.id, example.code, dict(example.options), unsafe=True)[0] == example.fixed
+
+
+FIXABLE = [r for r in STATIC if r.fix_safety != "none"]
+
+
+def _fixed(code: str, text: str, options: dict[str, Any], unsafe: bool) -> tuple[str, FileResult]:
+    """`text` after every fix of rule `code` is applied (`unsafe`: unsafe ones too), and the first lint's result."""
+    settings = settings_for(CATALOG.rules, frozenset({code}), {code: options})
+
+    def relint(t: str) -> FileResult:
+        return lint_text(t, settings, APIS)
+
+    first = relint(text)
+    after, _, note = fix_text(text, first, relint, lambda r: [f for f in r.findings if f.fixable(unsafe)])
+    assert note is None, note
+    return after, first
+
+
+@pytest.mark.parametrize("rule", FIXABLE, ids=[r.id for r in FIXABLE])
+def test_rules_with_a_fix_pin_the_fixed_code_of_every_invalid_example(rule) -> None:  # type: ignore[no-untyped-def]
+    assert all(ex.fixed is not None for ex in rule.invalid), f"{rule.path}: an invalid example has no 'fixed:'"
+
+
+@pytest.mark.parametrize("rule", STATIC, ids=[r.id for r in STATIC])
+def test_fix_safety_is_what_the_fixes_offered_are(rule) -> None:  # type: ignore[no-untyped-def]
+    """none: no fix; unsafe: only unsafe fixes; safe: at least one safe fix (creators such as arange stay unsafe)."""
+    if rule.id == "OFF902":
+        return  # undecodable bytes: nothing to fix, and no text to lint
+    safeties = set()
+    for ex in rule.invalid:
+        settings = settings_for(CATALOG.rules, frozenset({rule.id}), {rule.id: dict(ex.options)})
+        safeties |= {f.fix.safety for f in lint_text(ex.code, settings, APIS).findings if f.fix is not None}
+    expected = {"none": set(), "unsafe": {"unsafe"}}.get(rule.fix_safety)
+    if expected is not None:
+        assert safeties == expected
+    else:
+        assert "safe" in safeties
+
+
+# Programs whose safe fixes must not change what they compute: the catalog's examples of rules with safe
+# fixes (those the fix changes), and more creators.
+SAFE_CASES: list[tuple[str, str]] = [
+    *((rule.id, ex.code) for rule in FIXABLE if rule.fix_safety == "safe" for ex in rule.invalid if ex.fixed != ex.code),
+    ("OFF105", """\
+import cupy as cp
+import numpy as np
+
+a = cp.asarray(np.ones((3, 4), dtype=np.int32))
+b = cp.asarray(np.full((2, 5), 7.5, dtype=np.float32))
+c = cp.asarray(np.eye(4))
+d = cp.asarray(np.identity(3, dtype=np.int64))
+e = cp.asarray(np.empty(6))
+"""),
+    ("OFF105", """\
+import torch
+
+dev = "cuda"
+a = torch.ones(3, 2).to(dev)
+b = torch.zeros(5, dtype=torch.float64).to(device="cuda")
+c = torch.empty(2, 2).cuda()
+"""),
+]
+
+
+@pytest.mark.parametrize("code, program", SAFE_CASES, ids=[f"{c}-{n}" for n, (c, _) in enumerate(SAFE_CASES)])
+def test_safe_fixes_keep_behaviour(code: str, program: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    after, first = _fixed(code, program, {}, unsafe=False)
+    assert first.findings and all(f.fix is not None and f.fix.safety == "safe" for f in first.findings)
+    assert after != program
+    standins.install(monkeypatch)
+    before_state = standins.run(program)
+    assert before_state, "the program leaves arrays to compare"
+    assert standins.run(after) == before_state
+
+
+def test_the_behaviour_check_sees_a_changed_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The comparison above can fail: a rewrite that changes the dtype, the values or the device is caught."""
+    standins.install(monkeypatch)
+    run = standins.run
+    assert run("import cupy as cp\nimport numpy as np\na = cp.asarray(np.arange(4))") != run(
+        "import cupy as cp\na = cp.arange(4.0)")
+    assert run("import cupy as cp\nimport numpy as np\na = cp.asarray(np.zeros(4))") != run(
+        "import cupy as cp\na = cp.empty(4)")
+    assert run("import torch\na = torch.ones(2).cuda()") != run("import torch\na = torch.ones(2)")
+    assert run("import torch\na = torch.ones(2).cuda()") != run("import torch\na = torch.zeros(2, device='cuda')")
+    assert run("from numba import cuda\nimport numpy as np\na = cuda.to_device(np.zeros(3))") != run(
+        "from numba import cuda\na = cuda.device_array(3)")
 
 
 def test_rule_ids_are_unique_and_match_their_files() -> None:

@@ -51,7 +51,7 @@ def test_messages_format_with_their_fields() -> None:
 
 
 def test_api_files_load() -> None:
-    names = {e.call or e.method for e in CATALOG.api_entries if e.library == "offload_core"}
+    names = {e.call or e.method for f in CATALOG.apis for e in f.entries if e.library == "offload_core"}
     assert {"offload_core.offload", "offload_core.region", "update_host", "update_device"} <= names
 
 
@@ -81,6 +81,17 @@ def write(tmp_path: Path, text: str, name: str = "OFF150-sample-rule.yaml") -> P
 def test_a_good_rule_file_loads(tmp_path: Path) -> None:
     rule = load_rule(write(tmp_path, GOOD))
     assert (rule.id, rule.severity, rule.default_enabled, dict(rule.options)) == ("OFF150", "warning", True, {})
+    assert rule.invalid[0].expect[0].message is None and rule.invalid[0].fixed is None
+
+
+def test_examples_pin_messages_and_fixed_code(tmp_path: Path) -> None:
+    text = GOOD.replace("      expect: [{line: 1, column: 1}]\n", """\
+      expect:
+        - {line: 1, column: 1, message: "x happened"}
+      fixed: "x = 2\\n"
+""")
+    example = load_rule(write(tmp_path, text)).invalid[0]
+    assert (example.expect[0].message, example.fixed) == ("x happened", "x = 2\n")
 
 
 @pytest.mark.parametrize(
@@ -96,6 +107,12 @@ def test_a_good_rule_file_loads(tmp_path: Path) -> None:
         (lambda t: t.replace("{line: 1, column: 1}", "{line: 0, column: 1}"), "lines and columns are 1-based"),
         (lambda t: t.replace("fix: f", "fix: [f"), "invalid YAML at line"),
         (lambda t: "- a list\n", "a rule file holds a mapping of keys"),
+        (lambda t: t.replace("{line: 1, column: 1}", "{line: 1, column: 1, message: 3}"), "a 'message' string"),
+        (lambda t: t.replace("{line: 1, column: 1}", "{line: 1, column: 1, msg: x}"), "a 'message' string"),
+        (lambda t: t + "    - code: y\n      expect: [{line: 1, column: 1}]\n      fixd: z\n", "unknown key(s) fixd"),
+        (lambda t: t + "    - code: y\n      expect: [{line: 1, column: 1}]\n      fixed: 3\n", "'fixed' is the fixed code"),
+        (lambda t: t.replace("fix_safety: safe", "fix_safety: none") + "      fixed: z\n", "'fixed' is the fixed code"),
+        (lambda t: t + "  valid:\n    - code: y\n      fixed: z\n", "examples.valid[1]: 'fixed' is the fixed code"),
     ],
 )
 def test_malformed_rule_files_fail_with_one_line(tmp_path: Path, edit, message: str) -> None:  # type: ignore[no-untyped-def]

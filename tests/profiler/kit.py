@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 
 from profiler.model import Run
-from profiler.recorder import Recorder
+from profiler.sources.recorder import Recorder
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = Path(__file__).resolve().parent / "programs"

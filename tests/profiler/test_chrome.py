@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from profiler.chrome import TRACKS, to_chrome
 from profiler.model import Run
+from profiler.outputs.chrome import TRACKS, to_chrome
 
 from .kit import PROGRAMS, ROOT, prof, record
 

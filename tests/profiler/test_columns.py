@@ -9,9 +9,9 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
-from profiler.columns import NULL, Columns, RecordTable
 from profiler.errors import TraceError
 from profiler.model import SCHEMA_VERSION, Record, Run
+from profiler.trace.columns import NULL, Columns, RecordTable
 
 from .synth import synthetic_run
 

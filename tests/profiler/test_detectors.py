@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 
 from offload_core.catalog import load_catalog
-from profiler.detectors import ORDER, RULES, detect
-from profiler.link import resolve
-from profiler.summary import totals
+from profiler.analysis.detectors import ORDER, RULES, detect
+from profiler.analysis.summary import totals
+from profiler.trace.link import resolve
 
 from .kit import record
 
 CATALOG = load_catalog()
-RUNTIME = CATALOG.of_kind("runtime")
+RUNTIME = tuple(r for r in CATALOG.rules.values() if r.kind == "runtime")
 PCIE = resolve("pcie5-x16")
 CASES = [(rule, kind, n, ex) for rule in RUNTIME for kind, exs in (("invalid", rule.invalid), ("valid", rule.valid))
          for n, ex in enumerate(exs)]

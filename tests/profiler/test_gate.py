@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from profiler.baseline import Baseline, FlowKey
-from profiler.budget import Tolerance, parse_tolerance
+from profiler.analysis.summary import Flow
 from profiler.errors import ProfilerError, TraceError
-from profiler.gate import FlowCheck, LimitCheck, TimeCheck, checks_for, evaluate, render
-from profiler.summary import Flow
+from profiler.outputs.baseline import Baseline, FlowKey
+from profiler.outputs.budget import Tolerance, parse_tolerance
+from profiler.outputs.gate import FlowCheck, LimitCheck, TimeCheck, checks_for, evaluate, render
 
 from .kit import prof, record, script
 

@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from profiler.errors import ProfilerError
-from profiler.link import DEFAULT_MODEL, available, load_link, model_for, resolve, save_link
 from profiler.model import Link, Meta, Run
+from profiler.trace.link import DEFAULT_MODEL, available, load_link, model_for, resolve, save_link
 
 from .kit import PROGRAMS, ROOT, prof
 

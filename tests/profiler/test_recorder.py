@@ -10,7 +10,7 @@ import pytest
 
 import offload_core
 from offload_core import Out, events, offload, region
-from profiler.recorder import Recorder
+from profiler.sources.recorder import Recorder
 
 from ..offload_core.kit import daxpy, fill
 from .kit import record

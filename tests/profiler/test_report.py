@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from profiler.detectors import detect
+from profiler.analysis.detectors import detect
 from profiler.model import Run
-from profiler.report import render_compare, render_report
+from profiler.outputs.report import render_compare, render_report
 
 from .kit import PROGRAMS, ROOT, prof
 

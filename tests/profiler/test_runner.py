@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from profiler.cli import both_paths, split_run_argv
+from profiler.commands.run import split_run_argv
 from profiler.model import Run
-from profiler.runner import Target, exit_code_of
+from profiler.sources.runner import Target, exit_code_of
+from profiler.trace.tracefile import both_paths
 
 from .kit import PROGRAMS, env, prof, script
 

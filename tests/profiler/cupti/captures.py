@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from profiler.cupti.activity import ApiCall, Capture, Copy, Kernel, Memset, Sync
+from profiler.sources.cupti.activity import ApiCall, Capture, Copy, Kernel, Memset, Sync
 
 T0 = 1_000_000
 

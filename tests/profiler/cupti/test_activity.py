@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from profiler.cupti.activity import copies_from, kernels_from, memsets_from, peer_copies_from, syncs_from
+from profiler.sources.cupti.activity import copies_from, kernels_from, memsets_from, peer_copies_from, syncs_from
 
 from .fakelib.fakecupti import (activity_kernel10_dtype, activity_memcpy6_dtype, activity_memset4_dtype,
                                 activity_synchronization2_dtype)

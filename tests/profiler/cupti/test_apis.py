@@ -5,7 +5,7 @@ from __future__ import annotations
 import ctypes
 import enum
 
-from profiler.cupti.apis import APIS, COPY, LAUNCH, MEMSET, SYNC, Api, Layout, read_copy_args, resolve
+from profiler.sources.cupti.apis import APIS, COPY, LAUNCH, MEMSET, SYNC, Api, Layout, copy_reader, resolve
 
 from .fakelib.fakecupti import DriverCopyParams, MemcpyParams
 
@@ -37,21 +37,17 @@ def test_resolve_skips_names_the_installed_cupti_does_not_know() -> None:
 def test_runtime_copy_arguments_and_kind() -> None:
     layout = next(a for a in APIS if a.name == "cudaMemcpyAsync_v3020").layout
     assert layout is not None
+    read = copy_reader(layout)
     for kind, direction in ((1, "h2d"), (2, "d2h"), (3, "d2d"), (4, None)):
         p = MemcpyParams(dst=0x1000, src=0x2000, count=4096, kind=kind, stream=0x77)
-        args = read_copy_args(layout, ctypes.addressof(p))
-        assert (args.dst, args.src, args.count, args.direction) == (0x1000, 0x2000, 4096, direction)
-    up, down = MemcpyParams(0x1, 0x2, 8, 1, 0), MemcpyParams(0x1, 0x2, 8, 2, 0)
-    assert read_copy_args(layout, ctypes.addressof(up)).host == 0x2
-    assert read_copy_args(layout, ctypes.addressof(down)).host == 0x1
-    assert read_copy_args(layout, 0).count is None
+        assert read(ctypes.addressof(p)) == (0x1000, 0x2000, 4096, direction)
+    assert copy_reader(layout) is read, "one reader per layout"
 
 
 def test_driver_copy_direction_comes_from_the_call() -> None:
     p = DriverCopyParams(dst=0x5000, src=0x6000, count=64)
     api = next(a for a in APIS if a.name == "cuMemcpyDtoH_v2")
-    args = read_copy_args(api.layout, ctypes.addressof(p))  # type: ignore[arg-type]
-    assert (args.direction, args.host, args.count) == ("d2h", 0x5000, 64)
+    assert copy_reader(api.layout)(ctypes.addressof(p)) == (0x5000, 0x6000, 64, "d2h")  # type: ignore[arg-type]
 
 
 def test_symbol_copies_read_the_host_pointer_from_its_slot() -> None:
@@ -61,5 +57,4 @@ def test_symbol_copies_read_the_host_pointer_from_its_slot() -> None:
 
     api = Api("runtime", "x", COPY, False, Layout(dst=None, src=1, count=2, kind=4))
     block = ToSymbol(0x10, 0x20, 12, 0, 1)
-    args = read_copy_args(api.layout, ctypes.addressof(block))  # type: ignore[arg-type]
-    assert (args.dst, args.src, args.count, args.direction, args.host) == (None, 0x20, 12, "h2d", 0x20)
+    assert copy_reader(api.layout)(ctypes.addressof(block)) == (None, 0x20, 12, "h2d")  # type: ignore[arg-type]

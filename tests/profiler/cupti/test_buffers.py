@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from profiler.cupti.buffers import CStrings, Pool, record_dtypes, records_of
+from profiler.sources.cupti.buffers import CStrings, Pool, record_dtypes, records_of
 
 from .fakelib.fakecupti import FakeCupti, activity_kernel10_dtype, activity_memcpy6_dtype
 

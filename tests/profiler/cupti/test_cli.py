@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from profiler.cli import split_run_argv
-from profiler.cupti.probe import import_cupti, load_driver
+from profiler.commands.run import split_run_argv
+from profiler.sources.cupti.probe import import_cupti, load_driver
 
 from ..kit import prof, script
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from profiler.cupti.activity import ApiCall, Capture, Copy, Kernel
-from profiler.cupti.convert import convert
+from profiler.sources.cupti.activity import ApiCall, Capture, Copy, Kernel
+from profiler.sources.cupti.convert import convert
 
 from .captures import T0, Builder
 
@@ -107,7 +107,7 @@ def test_kernel_names_are_demangled_when_a_demangler_is_given() -> None:
 def test_cxx_filt_demangles_when_installed() -> None:
     import pytest
 
-    from profiler.cupti.convert import cxx_demangler
+    from profiler.sources.cupti.convert import cxx_demangler
 
     demangle = cxx_demangler()
     if demangle is None:

@@ -10,14 +10,14 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from profiler.baseline import Baseline
-from profiler.chrome import to_chrome
-from profiler.cupti.convert import convert
-from profiler.detectors import detect
-from profiler.gate import checks_for, evaluate
-from profiler.link import resolve
+from profiler.analysis.detectors import detect
 from profiler.model import Meta, Run
-from profiler.report import render_report
+from profiler.outputs.baseline import Baseline
+from profiler.outputs.chrome import to_chrome
+from profiler.outputs.gate import checks_for, evaluate
+from profiler.outputs.report import render_report
+from profiler.sources.cupti.convert import convert
+from profiler.trace.link import resolve
 
 from .captures import Builder
 

@@ -6,7 +6,7 @@ import os
 import sys
 import threading
 
-from profiler.cupti.frames import FrameFilter, library_folders
+from profiler.sources.cupti.frames import FrameFilter, library_folders
 
 from .fakelib import fakecupti
 

@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from profiler.cupti.probe import import_cupti
-from profiler.detectors import detect
+from profiler.analysis.detectors import detect
 from profiler.model import Record, Run
+from profiler.sources.cupti.probe import import_cupti
 
 from ..kit import prof
 
@@ -54,7 +54,7 @@ def at(run: Run, program: str, name: str, kind: str | None = None) -> list[Recor
 
 def digest(a: np.ndarray) -> str:
     """The fingerprint the tracer takes of these bytes (XXH3 with xxhash, else blake2b)."""
-    from profiler.cupti.tracer import digest as host_digest
+    from profiler.sources.cupti.tracer import digest as host_digest
 
     a = np.ascontiguousarray(a)
     return host_digest(a.ctypes.data, a.nbytes)
@@ -177,7 +177,7 @@ def test_without_fingerprints_and_report(tmp_path: Path) -> None:
 def test_in_process_recordings_back_to_back() -> None:
     import cupy as cp
 
-    from profiler.cupti import CuptiRecorder
+    from profiler.sources.cupti import CuptiRecorder
 
     x = np.ones(1000)
     counts = []
@@ -194,7 +194,7 @@ def test_in_process_recordings_back_to_back() -> None:
 
 
 def test_every_intercepted_call_exists_in_the_installed_cupti() -> None:
-    from profiler.cupti.apis import APIS, resolve
+    from profiler.sources.cupti.apis import APIS, resolve
 
     assert CUPTI is not None
     table = resolve(APIS, CUPTI.runtime_api_trace_cbid, CUPTI.driver_api_trace_cbid)

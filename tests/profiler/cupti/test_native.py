@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from profiler.cupti.native import CallbackLayout, library_path
+from profiler.sources.cupti.native import CallbackLayout, library_path
 
 from .fakelib.fakecupti import CallbackData, callback_data_dtype
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from profiler.cupti import probe
 from profiler.errors import ProfilerError
+from profiler.sources.cupti import probe
 
 
 class FakeDriver:

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from profiler.cupti.rocprof import load_rocprof
-from profiler.detectors import detect
+from profiler.analysis.detectors import detect
 from profiler.errors import TraceError
 from profiler.model import Run
+from profiler.sources.rocprof import load_rocprof
 
 from ..kit import prof
 

@@ -15,11 +15,11 @@ import os
 import numpy as np
 import pytest
 
-from profiler.cupti import tracer as tracer_module
-from profiler.cupti.convert import convert
-from profiler.cupti.frames import FrameFilter
-from profiler.cupti.tracer import Tracer
 from profiler.errors import ProfilerError
+from profiler.sources.cupti import tracer as tracer_module
+from profiler.sources.cupti.convert import convert
+from profiler.sources.cupti.frames import FrameFilter
+from profiler.sources.cupti.tracer import Tracer
 
 from .fakelib import fakecupti
 from .fakelib.fakecupti import FakeCuda, FakeCupti

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from profiler.link import SHIPPED_DIR, load_link
 from profiler.model import Link, Run
+from profiler.trace.link import SHIPPED_DIR, load_link
 from profiler.tui.app import OffloadProfApp
 from profiler.tui.session import Session
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from profiler.summary import Flow, Totals
-from profiler.tui.headline import headline, modelled_clause, percent, ratio_sentence, times
+from profiler.analysis.summary import Flow, Totals
+from profiler.outputs.report import modelled_clause, percent, ratio_sentence, times
+from profiler.tui.headline import headline
 
 from .kit import NAIVE, session
 

@@ -2,7 +2,7 @@
 
 `FakeCupti` has the slice of `cupti.cupti` the tracer uses (enums, record
 dtypes, activity_* and get_timestamp); `FakeNative` the libcupti calls the
-tracer makes through ctypes (`profiler.cupti.native.Native`): subscribe,
+tracer makes through ctypes (`profiler.sources.cupti.native.Native`): subscribe,
 enable_callback, unsubscribe, the buffer callbacks and the record walk.
 `FakeCuda` plays the CUDA runtime: each call builds the real
 `CUpti_CallbackData` and `*_params` structs in memory, calls the
@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from profiler.cupti.apis import APIS, DRIVER, RUNTIME
+from profiler.sources.cupti.apis import APIS, DRIVER, RUNTIME
 
 
 class CallbackData(ctypes.Structure):
@@ -78,7 +78,7 @@ activity_memset4_dtype = _record_dtype([("bytes", "<u8"), ("start", "<u8"), ("en
 
 
 class FakeCupti:
-    """The module surface of `cupti.cupti` that `profiler.cupti.tracer` touches."""
+    """The module surface of `cupti.cupti` that `profiler.sources.cupti.tracer` touches."""
 
     ActivityKind = ActivityKind
     CallbackDomain = CallbackDomain
@@ -124,7 +124,7 @@ class FakeCupti:
 
 
 class FakeNative:
-    """The libcupti entry points `profiler.cupti.native.Native` offers, over the fake."""
+    """The libcupti entry points `profiler.sources.cupti.native.Native` offers, over the fake."""
 
     def __init__(self, cupti: FakeCupti) -> None:
         self.cupti = cupti

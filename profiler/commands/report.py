@@ -1,0 +1,31 @@
+"""`offload-prof report TRACE`: totals, the call sites that copied most and the findings of one trace."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .common import load_trace, model_link
+
+NAME = "report"
+HELP = "totals, top call sites by copy time and findings of one trace"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("trace", help="a trace written by `offload-prof run`")
+    p.add_argument("--link", help="model copy costs on this link profile (name or file; default on NumPy runs: pcie5-x16)")
+    p.add_argument("--no-model", action="store_true", help="show measured figures only")
+    p.add_argument("--top", type=int, default=10, help="call sites to list (default: %(default)s)")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: %(default)s)")
+
+
+def execute(args: argparse.Namespace) -> int:
+    from ..analysis.detectors import detect
+    from ..outputs.report import render_report, render_report_json
+
+    run = load_trace(args.trace)
+    link = model_link(run, args.link, args.no_model)
+    findings = detect(run, link=link)
+    render = render_report_json if args.format == "json" else render_report
+    sys.stdout.write(render(run, findings, path=args.trace, link=link, top=args.top))
+    return 0

@@ -1,0 +1,157 @@
+"""`offload-prof run`: run a script or module in this process and record its copies, launches and syncs.
+
+The target runs in-process with its own argv, `sys.path[0]` and
+`__main__`; the trace is written even if it raises, exits or is
+interrupted, and its exit status is passed on. `--mode both` runs it
+twice, each path in a fresh process. `run`'s own options end where the
+target begins (`-- script.py`, `script.py` or `-m module`), so the
+target's arguments are split off before argparse sees them
+(`split_run_argv`, called by `profiler.cli.main`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
+
+from ..errors import ProfilerError
+from .common import DEFAULT_TRACE, check_writable, save_trace
+
+if TYPE_CHECKING:
+    from ..sources.runner import Target
+
+NAME = "run"
+HELP = "run a Python script or module and record its copies, launches and syncs"
+
+#: options of `run` that take a value, so that the target's own arguments can be split off
+_VALUE_OPTIONS = {"-o", "--output", "--mode", "--link", "--source"}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.usage = ("offload-prof run [--source offload|cupti] [--mode naive|batched|both] [-o PATH] [--no-fingerprints] "
+               "(-- script.py | -m module) [ARGS ...]")
+    p.add_argument("--source", choices=("offload", "cupti"), default="offload",
+                   help="offload: offload_core's events (any backend); cupti: every CUDA copy, memset, kernel and "
+                        "sync of the process via CUPTI, plain CuPy/PyTorch/Numba included (NVIDIA GPU and the "
+                        "cupti extra; default: %(default)s)")
+    p.add_argument("--mode", choices=("naive", "batched", "both"),
+                   help="OFFLOAD_MODE for the target; 'both' runs it twice in fresh processes (default: as set)")
+    p.add_argument("-o", "--output", default=DEFAULT_TRACE,
+                   help="trace file (default: %(default)s; with --mode both NAME.naive.json and NAME.batched.json)")
+    p.add_argument("--no-fingerprints", dest="fingerprints", action="store_false",
+                   help="do not digest copied bytes (faster; OFF502/OFF503 then cannot run)")
+    p.add_argument("--link", help="link profile to store with the trace (default: this machine's calibration)")
+    p.epilog = "The target runs in this process with its own argv, sys.path[0] and __main__."
+
+
+def execute(args: argparse.Namespace) -> int:
+    target: Target = args.target
+    target.check()
+    output = Path(args.output)
+    if args.mode == "both":
+        return _run_both(args, target, output)
+    check_writable(output)
+    return _run_here(args, target, output)
+
+
+def _run_here(args: argparse.Namespace, target: Target, output: Path) -> int:
+    import offload_core
+    from offload_core.errors import OffloadError
+
+    from ..sources import Source
+    from ..sources.recorder import Recorder
+    from ..sources.runner import Ending, run_target, signals_deferred
+    from ..trace.link import calibrated, resolve
+
+    cupti = getattr(args, "source", "offload") == "cupti"
+    try:
+        if args.mode:
+            os.environ["OFFLOAD_MODE"] = args.mode
+            offload_core.set_mode(args.mode)
+        # CUPTI needs no offload_core backend; choosing one would create a CUDA context before CUPTI listens
+        backend_name = "cupy" if cupti else offload_core.get_backend().name
+        offload_core.get_mode()
+    except (OffloadError, ValueError) as exc:
+        raise ProfilerError(str(exc)) from None
+    link = resolve(args.link) if args.link else calibrated(backend_name)
+    recorder: Source
+    if cupti:
+        from ..sources.cupti import CuptiRecorder
+
+        recorder = CuptiRecorder(fingerprints=args.fingerprints).start()
+    else:
+        recorder = Recorder(fingerprints=args.fingerprints).start()
+    outcome = Ending("interrupted", 130)
+    try:
+        outcome = run_target(target)
+    finally:
+        recorder.stop()
+        with signals_deferred():
+            run = recorder.run(command=["offload-prof", *args.raw_argv], argv=target.argv, outcome=outcome.outcome,
+                               exit_code=outcome.exit_code, link=link)
+            save_trace(run, output)
+        sys.stdout.flush()
+        kinds = {k: 0 for k in ("h2d", "d2h", "launch")}
+        for r in run.records:
+            if r.kind in kinds:
+                kinds[r.kind] += 1
+        print(f"offload-prof: wrote {output} ({len(run.records)} records: {kinds['h2d']} H2D, {kinds['d2h']} D2H, "
+              f"{kinds['launch']} launches; backend {run.meta.backend}, mode {run.meta.mode}; "
+              f"target {outcome.outcome}, exit {outcome.exit_code})", file=sys.stderr)
+        for note in recorder.notes():
+            print(f"offload-prof: {note}", file=sys.stderr)
+    return outcome.exit_code
+
+
+def _run_both(args: argparse.Namespace, target: Target, output: Path) -> int:
+    from ..trace.tracefile import both_paths
+
+    paths = both_paths(output)
+    check_writable(paths[0])
+    status = 0
+    for mode, path in zip(("naive", "batched"), paths):
+        cmd = [sys.executable, "-m", "profiler", "run", "--source", args.source, "--mode", mode, "-o", str(path)]
+        if not args.fingerprints:
+            cmd.append("--no-fingerprints")
+        if args.link:
+            cmd += ["--link", args.link]
+        print(f"offload-prof: running the {mode} path in a fresh process ...", file=sys.stderr, flush=True)
+        try:
+            code = subprocess.run(cmd + target.command(), env=dict(os.environ, OFFLOAD_MODE=mode)).returncode
+        except KeyboardInterrupt:
+            return 130
+        if code < 0:
+            code = 128 - code  # killed by a signal, as a shell reports it
+        status = status or code
+    print(f"offload-prof: compare them with: offload-prof compare {paths[0]} {paths[1]}", file=sys.stderr)
+    return status
+
+
+def split_run_argv(argv: Sequence[str]) -> tuple[list[str], Target | None]:
+    """Split `run`'s own options from the target (`-- script ARGS`, `script ARGS` or `-m module ARGS`)."""
+    from ..sources.runner import Target
+
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        if tok == "--":
+            rest = list(argv[i + 1:])
+            return list(argv[:i]), Target("script", rest[0], tuple(rest[1:])) if rest else None
+        if tok == "-m":
+            if i + 1 >= len(argv):
+                raise ProfilerError("run: -m needs a module name")
+            return list(argv[:i]), Target("module", argv[i + 1], tuple(argv[i + 2:]))
+        if tok.startswith("-m") and not tok.startswith("--"):
+            return list(argv[:i]), Target("module", tok[2:], tuple(argv[i + 1:]))
+        if tok in _VALUE_OPTIONS:
+            i += 2
+            continue
+        if tok.startswith("-") and tok != "-":
+            i += 1
+            continue
+        return list(argv[:i]), Target("script", tok, tuple(argv[i + 1:]))
+    return list(argv), None

@@ -1,0 +1,157 @@
+"""Gate baselines: what a run copied, per call site, kernel and direction, in a small stable file.
+
+A baseline is derived from a `Run` and keeps only what the gate compares:
+for each `FlowKey` (the site's file relative to the run's folder, its
+function, the text of its line, the kernel, the direction) the count,
+bytes and measured time of the copies, plus the run's totals for the
+optional time checks. Keys hold no line numbers, so that moving code up or
+down a file keeps the baseline; the last line seen is kept beside the key
+only to place annotations. The file is sorted JSON, so a change to a
+committed baseline reads as a plain diff.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..analysis.summary import Flow, totals
+from ..errors import TraceError
+from ..trace.model import Run
+from ..trace.records import DIRECTION_NAMES, Direction, relative_file
+from ..trace.tracefile import read_json_document, write_atomically
+
+FORMAT = "offload-prof-baseline"
+SCHEMA_VERSION = 1
+REGION = "(region)"
+TIME_FIELDS = ("wall", "copy", "h2d", "d2h", "kernel", "sync")
+
+
+@dataclass(frozen=True, order=True)
+class FlowKey:
+    """One stream of copies: where (file, function, line text), for which kernel, which way."""
+
+    file: str
+    function: str
+    text: str
+    kernel: str
+    direction: Direction
+
+    def label(self) -> str:
+        code = f" `{self.text}`" if self.text else ""
+        return f"{self.file} in {self.function}{code} [{self.kernel}] {DIRECTION_NAMES[self.direction]}"
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """Copies per `FlowKey`, the run's times in ns (`TIME_FIELDS`), and where it came from."""
+
+    flows: Mapping[FlowKey, Flow]
+    times: Mapping[str, int]
+    lines: Mapping[FlowKey, int] = field(default_factory=dict)
+    command: str = ""
+    mode: str = ""
+    backend: str = ""
+
+    @classmethod
+    def from_run(cls, run: Run) -> Baseline:
+        flows: dict[FlowKey, Flow] = {}
+        lines: dict[FlowKey, int] = {}
+        cwd = run.meta.cwd
+        for r in run.records:
+            kind = r.kind
+            if kind != "h2d" and kind != "d2h":
+                continue
+            s = r.site
+            key = FlowKey(relative_file(s.file, cwd) if s else "", s.function if s else "", s.text if s else "",
+                          r.kernel or REGION, kind)
+            flows[key] = flows.get(key, Flow()) + Flow(1, r.nbytes, r.duration_ns)
+            if s is not None:
+                lines[key] = s.line
+        t = totals(run)
+        times = {"wall": t.wall_ns, "copy": t.copies.ns, "h2d": t.h2d.ns, "d2h": t.d2h.ns,
+                 "kernel": t.launches.ns, "sync": t.syncs.ns}
+        return cls(flows, times, lines, " ".join(run.meta.argv), run.meta.mode, run.meta.backend)
+
+    def totals(self, direction: Direction) -> Flow:
+        out = Flow()
+        for key, f in self.flows.items():
+            if key.direction == direction:
+                out = out + f
+        return out
+
+    # --------------------------------------------------------- persistence
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "schema": SCHEMA_VERSION,
+            "command": self.command,
+            "mode": self.mode,
+            "backend": self.backend,
+            "times_ns": dict(sorted(self.times.items())),
+            "flows": [
+                {"file": k.file, "function": k.function, "text": k.text, "kernel": k.kernel, "direction": k.direction,
+                 "count": f.count, "bytes": f.nbytes, "ns": f.ns, "line": self.lines.get(k, 0)}
+                for k, f in sorted(self.flows.items())
+            ],
+        }
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        target = Path(path)
+        if str(target.parent):
+            target.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(target, (json.dumps(self.to_json(), indent=1, sort_keys=False) + "\n").encode())
+        return target
+
+    @classmethod
+    def from_json(cls, data: Any, source: str = "baseline") -> Baseline:
+        def fail(problem: str) -> TraceError:
+            return TraceError(f"{source}: {problem}")
+
+        if not isinstance(data, dict):
+            raise fail("not an offload-prof baseline (expected a JSON object)")
+        if data.get("format") == "offload-prof-trace":
+            return cls.from_run(Run.from_json(data, source))
+        if data.get("format") != FORMAT:
+            raise fail(f"not an offload-prof baseline or trace (format {data.get('format')!r})")
+        schema = data.get("schema")
+        if not isinstance(schema, int) or isinstance(schema, bool) or schema < 1:
+            raise fail(f"bad schema version {schema!r}")
+        if schema > SCHEMA_VERSION:
+            raise fail(f"written with baseline schema {schema}, newer than this offload-prof reads "
+                       f"({SCHEMA_VERSION}); upgrade offload-guard")
+        times = data.get("times_ns", {})
+        if not isinstance(times, dict) or not all(k in TIME_FIELDS and _nat(v) for k, v in times.items()):
+            raise fail(f"'times_ns' must map {', '.join(TIME_FIELDS)} to non-negative integers")
+        raw = data.get("flows")
+        if not isinstance(raw, list):
+            raise fail("missing list 'flows'")
+        flows: dict[FlowKey, Flow] = {}
+        lines: dict[FlowKey, int] = {}
+        for n, item in enumerate(raw):
+            strs = ("file", "function", "text", "kernel", "direction")
+            if not (isinstance(item, dict) and all(isinstance(item.get(k), str) for k in strs)
+                    and all(_nat(item.get(k)) for k in ("count", "bytes", "ns"))):
+                raise fail(f"flow {n} needs strings {', '.join(strs)} and non-negative integers count, bytes, ns")
+            if item["direction"] not in DIRECTION_NAMES:
+                raise fail(f"flow {n}: direction {item['direction']!r} is not h2d or d2h")
+            key = FlowKey(*(item[k] for k in strs))
+            if key in flows:
+                raise fail(f"flow {n} repeats {key.label()}")
+            flows[key] = Flow(item["count"], item["bytes"], item["ns"])
+            if _nat(item.get("line")):
+                lines[key] = item["line"]
+        return cls(flows, {k: int(v) for k, v in times.items()}, lines, str(data.get("command", "")),
+                   str(data.get("mode", "")), str(data.get("backend", "")))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Baseline:
+        """A baseline file, or a trace file (whose baseline is derived)."""
+        return cls.from_json(read_json_document(path, "baseline"), str(path))
+
+
+def _nat(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0

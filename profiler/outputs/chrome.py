@@ -1,0 +1,96 @@
+"""Chrome Trace Event export (`offload-prof export --chrome`), for Perfetto and chrome://tracing.
+
+Each run becomes one process; its records become complete ("X") slices on
+one track per kind of work: H2D copies, D2H copies, kernel launches,
+syncs, and regions (entry to exit, so nested regions nest), plus a
+counter track of device memory held. Timestamps are microseconds from the
+start of the run, as the format wants; several runs (naive and batched)
+exported together start at the same origin and line up one above the
+other. Slices on a track never overlap because offload_core issues one
+operation at a time; region slices nest because regions do.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..trace.model import Run
+from ..trace.records import DIRECTION_NAMES, relative_file
+from ..trace.tracefile import write_atomically
+
+TRACKS = {"h2d": (1, "H2D copies"), "d2h": (2, "D2H copies"), "launch": (3, "kernels"), "sync": (4, "syncs"),
+          "region": (5, "regions"), "memory": (6, "device memory")}
+
+
+def _us(ns: int) -> float:
+    return ns / 1000.0
+
+
+def _process_events(run: Run, pid: int, name: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [
+        {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": name}},
+        {"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": pid}},
+    ]
+    for tid, label in TRACKS.values():
+        out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": label}})
+        out.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "args": {"sort_index": tid}})
+    cwd = run.meta.cwd
+    open_regions: dict[int, tuple[int, str]] = {}
+    in_use = 0
+    for r in run.records:
+        args: dict[str, Any] = {}
+        if r.site is not None:
+            args["site"] = f"{relative_file(r.site.file, cwd)}:{r.site.line} in {r.site.function}"
+            if r.site.text:
+                args["code"] = r.site.text
+        if r.launch is not None:
+            args["launch"] = r.launch
+        if r.kind in ("h2d", "d2h"):
+            args.update(bytes=r.nbytes, pinned=r.pinned, param=r.param, mode=r.mode)
+            out.append({"ph": "X", "cat": "copy", "name": f"{DIRECTION_NAMES[r.kind]} {r.param or ''}".strip(),
+                        "pid": pid, "tid": TRACKS[r.kind][0], "ts": _us(r.start_ns), "dur": _us(r.duration_ns),
+                        "args": args})
+        elif r.kind == "launch":
+            out.append({"ph": "X", "cat": "launch", "name": r.kernel or "kernel", "pid": pid,
+                        "tid": TRACKS["launch"][0], "ts": _us(r.start_ns), "dur": _us(r.duration_ns), "args": args})
+        elif r.kind == "sync":
+            out.append({"ph": "X", "cat": "sync", "name": "sync", "pid": pid, "tid": TRACKS["sync"][0],
+                        "ts": _us(r.start_ns), "dur": _us(r.duration_ns), "args": args})
+        elif r.kind == "region_enter" and r.region is not None:
+            open_regions[r.region] = (r.start_ns, args.get("site", ""))
+        elif r.kind == "region_exit" and r.region is not None and r.region in open_regions:
+            start, site = open_regions.pop(r.region)
+            out.append({"ph": "X", "cat": "region", "name": f"region {r.region}", "pid": pid,
+                        "tid": TRACKS["region"][0], "ts": _us(start), "dur": _us(r.end_ns - start),
+                        "args": {"site": site, "copied_back": r.nbytes, "mode": r.mode}})
+        elif r.kind in ("alloc", "free"):
+            in_use += r.nbytes if r.kind == "alloc" else -r.nbytes
+            out.append({"ph": "C", "name": "device memory", "pid": pid, "tid": TRACKS["memory"][0],
+                        "ts": _us(r.end_ns), "args": {"bytes": in_use}})
+    for region, (start, site) in open_regions.items():  # a run that ended inside a region
+        out.append({"ph": "X", "cat": "region", "name": f"region {region} (not exited)", "pid": pid,
+                    "tid": TRACKS["region"][0], "ts": _us(start), "dur": _us(max(run.meta.wall_ns - start, 0)),
+                    "args": {"site": site}})
+    return out
+
+
+def to_chrome(runs: Sequence[Run], names: Sequence[str] | None = None) -> dict[str, Any]:
+    """The Trace Event JSON object for one or more runs."""
+    events: list[dict[str, Any]] = []
+    for n, run in enumerate(runs, 1):
+        label = names[n - 1] if names else f"{run.label} ({run.meta.mode}, {run.meta.backend})"
+        events += _process_events(run, n, label)
+    return {
+        "traceEvents": events,
+        "displayTimeUnit": "ms",
+        "otherData": {"generator": "offload-prof", "runs": [" ".join(r.meta.argv) for r in runs]},
+    }
+
+
+def export(runs: Sequence[Run], path: str | os.PathLike[str], names: Sequence[str] | None = None) -> Path:
+    target = Path(path)
+    write_atomically(target, json.dumps(to_chrome(runs, names), separators=(",", ":")).encode())
+    return target

@@ -1,0 +1,267 @@
+"""Text reports: `offload-prof report TRACE`, `offload-prof compare NAIVE BATCHED`, and the headline sentence.
+
+Renderers only read a `Run` (through `profiler.analysis.summary`) and the
+findings of `profiler.analysis.detectors`; they compute nothing the TUI or
+a JSON consumer could not compute the same way. Measured and modelled
+figures are never mixed: modelled columns are headed with the link
+profile's name and a note says where the figures come from. The names of
+runs, call-site labels and the ratio sentence ("batched is 139x faster;
+99% of the naive run was copies") are the TUI's too, so they live here
+and the TUI draws them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any, Sequence
+
+from ..analysis.detectors import Finding, detect, needs_fingerprints
+from ..analysis.summary import Flow, SiteSummary, Totals, by_site, totals
+from ..trace.model import Run
+from ..trace.records import Link, Site, relative_file
+from ..units import fmt_bytes, fmt_ns, fmt_ratio
+
+
+def table(rows: Sequence[Sequence[str]], header: Sequence[str], left: int = 1) -> list[str]:
+    """Aligned columns: the first `left` columns left-aligned, the rest right-aligned."""
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    out = []
+    for r in [header, *rows]:
+        cells = [str(c).ljust(w) if i < left else str(c).rjust(w) for i, (c, w) in enumerate(zip(r, widths))]
+        out.append("  " + "  ".join(cells).rstrip())
+    return out
+
+
+def site_label(site: Site | None, cwd: str, column: bool = False) -> str:
+    """`file:line in function` (`file:line:column in function`), the file relative to the run's folder."""
+    if site is None:
+        return "(no call site)"
+    where = f"{site.line}:{site.column}" if column else f"{site.line}"
+    return f"{relative_file(site.file, cwd)}:{where} in {site.function}"
+
+
+def run_names(runs: Sequence[Run]) -> tuple[str, ...]:
+    """Their modes when the modes differ (naive, batched); else first, second."""
+    modes = [r.meta.mode or "run" for r in runs]
+    if len(runs) == 1:
+        return (modes[0],)
+    if len(set(modes)) == len(modes):
+        return tuple(modes)
+    return ("first", "second")[: len(runs)]
+
+
+def _flow_cells(f: Flow, modelled: bool) -> list[str]:
+    cells = [str(f.count), fmt_bytes(f.nbytes) if f.nbytes else "-", fmt_ns(f.ns)]
+    if modelled:
+        cells.append(fmt_ns(f.modelled_ns))
+    return cells
+
+
+def header_lines(run: Run, path: str) -> list[str]:
+    m = run.meta
+    target = " ".join(m.argv) or "(in-process recording)"
+    ended = {"ok": "exit 0", "exit": f"exit {m.exit_code}", "exception": f"raised, exit {m.exit_code}",
+             "interrupted": f"interrupted, exit {m.exit_code}"}.get(m.outcome, m.outcome)
+    when = m.started_at.replace("T", " ")[:16] + " UTC" if m.started_at else "?"
+    return [
+        f"trace    {path}",
+        f"target   {target} ({ended})",
+        f"backend  {m.backend} ({m.device}); mode {m.mode}; {when}"
+        + ("" if m.fingerprints else "; no fingerprints"),
+    ]
+
+
+def link_note(link: Link | None, run: Run) -> list[str]:
+    if link is None:
+        return []
+    why = "the NumPy backend's copies are host memcpys, so" if run.meta.backend == "numpy" else "on request,"
+    return [f"modelled costs: {why} the 'modelled' columns show what the recorded copies would cost on "
+            f"the {link.name} link ({link.source or 'profile'})"]
+
+
+def totals_lines(t: Totals, modelled: bool, label: str = "", sync_modelled: bool = True) -> list[str]:
+    head = ["", "count", "bytes", "measured"] + ([f"modelled{label}"] if modelled else [])
+    rows = [
+        ["H2D copies", *_flow_cells(t.h2d, modelled)],
+        ["D2H copies", *_flow_cells(t.d2h, modelled)],
+        ["launches", str(t.launches.count), "-", fmt_ns(t.launches.ns)] + ([fmt_ns(t.launches.modelled_ns)] if modelled else []),
+        ["syncs", str(t.syncs.count), "-", fmt_ns(t.syncs.ns)]
+        + ([fmt_ns(t.syncs.modelled_ns) if sync_modelled else "-"] if modelled else []),
+        ["allocations", str(t.allocs.count), fmt_bytes(t.allocs.nbytes) if t.allocs.nbytes else "-", fmt_ns(t.allocs.ns)]
+        + (["-"] if modelled else []),
+    ]
+    return table(rows, head)
+
+
+def sites_lines(sites: Sequence[SiteSummary], cwd: str, top: int, modelled: bool) -> list[str]:
+    chosen = [s for s in sites if s.copies.count][:top]
+    if not chosen:
+        return ["  (no copies)"]
+    head = ["#", "call site", "H2D", "D2H", "copy time"] + (["modelled"] if modelled else [])
+    rows = []
+    for n, s in enumerate(chosen, 1):
+        rows.append([str(n), site_label(s.site, cwd),
+                     f"{s.h2d.count} / {fmt_bytes(s.h2d.nbytes)}" if s.h2d.count else "-",
+                     f"{s.d2h.count} / {fmt_bytes(s.d2h.nbytes)}" if s.d2h.count else "-",
+                     fmt_ns(s.copies.ns)] + ([fmt_ns(s.copies.modelled_ns)] if modelled else []))
+    lines = table(rows, head, left=2)
+    texts = [s.site.text for s in chosen if s.site is not None]
+    if texts:
+        lines.append("")
+        lines += [f"  {n}. {s.site.text}" for n, s in enumerate(chosen, 1) if s.site is not None and s.site.text]
+    return lines
+
+
+def finding_line(f: Finding, cwd: str) -> str:
+    where = "<unknown>" if f.site is None else f"{relative_file(f.site.file, cwd)}:{f.site.line}:{f.site.column}"
+    static = f" (static: {', '.join(f.related)})" if f.related else ""
+    return f"{where}: {f.code} [{f.severity}] {f.message}{static}"
+
+
+def findings_lines(run: Run, findings: Sequence[Finding]) -> list[str]:
+    lines = [f"  {finding_line(f, run.meta.cwd)}" for f in findings] or ["  none"]
+    if not run.meta.fingerprints:
+        lines.append(f"  note: {' and '.join(needs_fingerprints)} compare copied contents and were skipped: "
+                     "this run was recorded with --no-fingerprints")
+    return lines
+
+
+def render_report(run: Run, findings: Sequence[Finding], *, path: str, link: Link | None = None, top: int = 10) -> str:
+    modelled = link is not None
+    t = totals(run, link)
+    lines = header_lines(run, path)
+    share = f" ({100 * t.copy_share:.1f}% of wall)" if t.wall_ns else ""
+    lines.append(f"wall     {fmt_ns(t.wall_ns)}; copies {fmt_ns(t.copies.ns)}{share}; "
+                 f"{t.launches.count} launches in {t.regions} region(s)")
+    lines += link_note(link, run)
+    lines += ["", "totals", *totals_lines(t, modelled, f" ({link.name})" if link else "",
+                                          link is not None and link.sync_us is not None)]
+    lines += ["", "top call sites by copy time", *sites_lines(by_site(run, link), run.meta.cwd, top, modelled)]
+    lines += ["", f"findings ({len(findings)})", *findings_lines(run, findings)]
+    return "\n".join(lines) + "\n"
+
+
+def render_report_json(run: Run, findings: Sequence[Finding], *, path: str, link: Link | None = None,
+                       top: int = 10) -> str:
+    """`report --format json`: the trace's meta, the link, totals, the top call sites and the findings."""
+    doc = {"trace": path, "meta": asdict(run.meta), "link": None if link is None else asdict(link),
+           "totals": asdict(totals(run, link)), "sites": [asdict(s) for s in by_site(run, link)[:top]],
+           "findings": [asdict(f) for f in findings]}
+    return json.dumps(doc, indent=1) + "\n"
+
+
+def render_compare(
+    naive: Run, batched: Run, naive_findings: Sequence[Finding], batched_findings: Sequence[Finding],
+    *, paths: tuple[str, str], link: Link | None = None, top: int = 10,
+) -> str:
+    a, b = totals(naive, link), totals(batched, link)
+    first, second = run_names((naive, batched))
+    names = (first, second)
+    lines = [f"compare  {paths[0]} ({names[0]})  vs  {paths[1]} ({names[1]})",
+             f"target   {naive.label}" + ("" if naive.label == batched.label else f"  vs  {batched.label}")]
+    lines += link_note(link, naive)
+    rows: list[list[str]] = []
+
+    def row(name: str, x: float, y: float, fmt: Any) -> None:
+        rows.append([name, fmt(x), fmt(y), fmt_ratio(x, y)])
+
+    row("wall time", a.wall_ns, b.wall_ns, fmt_ns)
+    row("copy time", a.copies.ns, b.copies.ns, fmt_ns)
+    if link is not None:
+        row(f"copy time modelled ({link.name})", a.copies.modelled_ns or 0, b.copies.modelled_ns or 0, fmt_ns)
+    row("kernel time", a.launches.ns, b.launches.ns, fmt_ns)
+    row("H2D copies", a.h2d.count, b.h2d.count, str)
+    row("H2D bytes", a.h2d.nbytes, b.h2d.nbytes, fmt_bytes)
+    row("D2H copies", a.d2h.count, b.d2h.count, str)
+    row("D2H bytes", a.d2h.nbytes, b.d2h.nbytes, fmt_bytes)
+    row("launches", a.launches.count, b.launches.count, str)
+    row("syncs", a.syncs.count, b.syncs.count, str)
+    row("findings", len(naive_findings), len(batched_findings), str)
+    lines += ["", *table(rows, ["", names[0], names[1], "ratio"])]
+    lines += ["", "call sites with copies", *_compare_sites(naive, batched, link, top, names)]
+    for name, run, found in ((names[0], naive, naive_findings), (names[1], batched, batched_findings)):
+        lines += ["", f"findings, {name} ({len(found)})", *findings_lines(run, found)]
+    return "\n".join(lines) + "\n"
+
+
+def _compare_sites(a: Run, b: Run, link: Link | None, top: int, names: tuple[str, str]) -> list[str]:
+    def key(s: SiteSummary, cwd: str) -> tuple[str, str, str]:
+        if s.site is None:
+            return ("", "", "")
+        return (relative_file(s.site.file, cwd), s.site.function, s.site.text)
+
+    sa, sb = by_site(a, link), by_site(b, link)
+    first = {key(s, a.meta.cwd): s for s in sa if s.copies.count}
+    second = {key(s, b.meta.cwd): s for s in sb if s.copies.count}
+    order = list(first) + [k for k in second if k not in first]
+    rows = []
+    for k in order[:top]:
+        s, t = first.get(k), second.get(k)
+        shown = s if s is not None else t
+        assert shown is not None
+        fa = s.copies if s is not None else Flow()
+        fb = t.copies if t is not None else Flow()
+        cwd = a.meta.cwd if s is not None else b.meta.cwd
+        rows.append([site_label(shown.site, cwd), f"{fa.count} / {fmt_bytes(fa.nbytes)}",
+                     f"{fb.count} / {fmt_bytes(fb.nbytes)}", fmt_ns(fa.ns), fmt_ns(fb.ns)])
+    if not rows:
+        return ["  (no copies)"]
+    return table(rows, ["call site", f"copies ({names[0]})", f"copies ({names[1]})", f"time ({names[0]})", f"time ({names[1]})"])
+
+
+# ------------------------------------------------------- the headline sentence
+def times(ratio: float) -> str:
+    """`139x`, `23.7x`, `4.21x`: three significant figures without exponents."""
+    if ratio >= 100:
+        return f"{ratio:.0f}x"
+    if ratio >= 10:
+        return f"{ratio:.1f}x"
+    return f"{ratio:.2f}x"
+
+
+def percent(part: float, whole: float) -> str:
+    """`73%`; never `100%` for less than the whole, `-` without a whole."""
+    if whole <= 0:
+        return "-"
+    share = 100.0 * part / whole
+    text = f"{share:.0f}%"
+    return "99%" if text == "100%" and part < whole else text
+
+
+Named = Sequence[tuple[str, Totals]]
+
+
+def ratio_sentence(runs: Named) -> str:
+    """`batched is 139x faster; 99% of the naive run was copies` (or the one-run form), from (name, totals)."""
+    (first, a), *rest = runs
+    share = percent(a.copies.ns, a.wall_ns)
+    if not rest:
+        return f"{share} of the {first} run was copies"
+    second, b = rest[0]
+    if a.wall_ns <= 0 or b.wall_ns <= 0:
+        speed = f"{second} and {first} have no wall time to compare"
+    elif a.wall_ns >= b.wall_ns:
+        speed = f"{second} is {times(a.wall_ns / b.wall_ns)} faster"
+    else:
+        speed = f"{second} is {times(b.wall_ns / a.wall_ns)} slower"
+    return f"{speed}; {share} of the {first} run was copies"
+
+
+def modelled_clause(runs: Named, link: Link | None) -> str:
+    """`modelled on pcie5-x16: copies 410 ms vs 0.2 ms` where a link applies."""
+    if link is None:
+        return ""
+    figures = " vs ".join(fmt_ns(t.copies.modelled_ns) for _, t in runs)
+    return f"modelled on {link.name}: copies {figures}"
+
+
+def render_runs(runs: Sequence[Run], paths: Sequence[str], link: Link | None) -> str:
+    """What the TUI would open on, as text: `compare` plus the ratio sentence for two runs, `report` for one."""
+    if len(runs) == 1:
+        return render_report(runs[0], detect(runs[0], link=link), path=paths[0], link=link)
+    text = render_compare(runs[0], runs[1], detect(runs[0], link=link), detect(runs[1], link=link),
+                          paths=(paths[0], paths[1]), link=link)
+    named = [(name, totals(run, link)) for name, run in zip(run_names(runs), runs)]
+    clause = modelled_clause(named, link)
+    return text + "\n" + ratio_sentence(named) + "\n" + (clause + "\n" if clause else "")

@@ -1,0 +1,120 @@
+"""`offload-prof calibrate`: measure this machine's link through offload_core's backend.
+
+Measurements go through the active backend's own `upload`/`download` and
+its timer (`mark`/`since`, device events on a GPU), so they describe the
+path offload_core's copies really take, and the profiler never imports
+CuPy. Pageable figures use an ordinary NumPy array; pinned figures need a
+backend that can allocate page-locked host memory (a `pinned_empty(shape,
+dtype)` method) and are left out where it cannot, as on the NumPy backend.
+Each figure is the median of several repeats; progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import platform
+import statistics
+import time
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+import numpy as np
+
+from offload_core import In, get_backend, kernel, offload, region
+from offload_core.backends.base import Backend, device_layout
+
+from .. import __version__
+from ..trace.records import Link
+
+
+@kernel
+def _noop(x: In) -> None:
+    """A launch that does no work: what remains is the cost of launching."""
+
+
+def _copy_ns(be: Backend, host: np.ndarray[Any, Any], dev: Any, kind: str) -> int:
+    mark = be.mark()
+    if kind == "h2d":
+        be.upload(host, dev)
+    else:
+        be.download(dev, host)
+    timing = be.since(mark)
+    be.synchronize()
+    return max(timing.resolve()[1], 1)
+
+
+def _median_copy_ns(be: Backend, host: np.ndarray[Any, Any], kind: str, repeats: int) -> int:
+    dev = be.empty(host.shape, host.dtype, device_layout(host))
+    try:
+        _copy_ns(be, host, dev, kind)  # warm-up: first-touch page faults, lazy driver setup
+        return int(statistics.median(_copy_ns(be, host, dev, kind) for _ in range(repeats)))
+    finally:
+        be.free(dev)
+
+
+def measure(
+    size: int = 64 * 2**20, repeats: int = 5, small_repeats: int = 200, launches: int = 2000,
+    name: str | None = None, progress: Callable[[str], None] = lambda _: None,
+) -> Link:
+    """Measure the active backend's link and return it as a `Link`."""
+    be = get_backend()
+    n = max(size // 8, 1)
+    figures: dict[str, float | None] = {}
+    host = np.ones(n)
+    pinned_empty = getattr(be, "pinned_empty", None)
+    pinned = pinned_empty((n,), np.dtype(np.float64)) if callable(pinned_empty) else None
+    for kind in ("h2d", "d2h"):
+        progress(f"measuring pageable {kind.upper()}: {host.nbytes / 1e6:.0f} MB x {repeats}")
+        figures[f"{kind}_pageable_gbps"] = host.nbytes / _median_copy_ns(be, host, kind, repeats)
+        if pinned is not None:
+            pinned[...] = 1.0
+            progress(f"measuring pinned {kind.upper()}: {pinned.nbytes / 1e6:.0f} MB x {repeats}")
+            figures[f"{kind}_pinned_gbps"] = pinned.nbytes / _median_copy_ns(be, pinned, kind, repeats)
+    progress(f"measuring small-copy latency: 8 B x {small_repeats} each way")
+    tiny = np.ones(1)
+    latency = statistics.median([_median_copy_ns(be, tiny, "h2d", small_repeats) / 1e3,
+                                 _median_copy_ns(be, tiny, "d2h", small_repeats) / 1e3])
+    progress(f"measuring launch overhead: {launches} launches of an empty kernel")
+    x = np.ones(8)
+    with region(In(x)):
+        offload(_noop, x)
+        start = time.perf_counter_ns()
+        for _ in range(launches):
+            offload(_noop, x)
+        be.synchronize()
+        launch_us = (time.perf_counter_ns() - start) / launches / 1e3
+    progress("measuring sync overhead")
+    samples = []
+    for _ in range(small_repeats):
+        t0 = time.perf_counter_ns()
+        be.synchronize()
+        samples.append(time.perf_counter_ns() - t0)
+    sync_us = statistics.median(samples) / 1e3
+    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return Link(
+        name=name or f"local-{be.name}",
+        h2d_pageable_gbps=round(float(figures["h2d_pageable_gbps"] or 0.0), 3),
+        d2h_pageable_gbps=round(float(figures["d2h_pageable_gbps"] or 0.0), 3),
+        h2d_pinned_gbps=None if pinned is None else round(float(figures["h2d_pinned_gbps"] or 0.0), 3),
+        d2h_pinned_gbps=None if pinned is None else round(float(figures["d2h_pinned_gbps"] or 0.0), 3),
+        latency_us=round(latency, 3),
+        launch_us=round(launch_us, 3),
+        sync_us=round(sync_us, 3),
+        source=f"calibrated {when} on {platform.node() or 'this machine'}, backend {be.name} ({be.device}), "
+               f"offload-prof {__version__}",
+    )
+
+
+def describe(link: Link) -> str:
+    """The figures as a small table."""
+    def gbps(v: float | None) -> str:
+        return "not available on this backend" if v is None else f"{v:.2f} GB/s"
+
+    rows = [
+        ("H2D pageable", gbps(link.h2d_pageable_gbps)), ("D2H pageable", gbps(link.d2h_pageable_gbps)),
+        ("H2D pinned", gbps(link.h2d_pinned_gbps)), ("D2H pinned", gbps(link.d2h_pinned_gbps)),
+        ("small-copy latency", f"{link.latency_us:.2f} us"),
+        ("launch overhead", "-" if link.launch_us is None else f"{link.launch_us:.2f} us (offload() of an empty kernel)"),
+        ("sync overhead", "-" if link.sync_us is None else f"{link.sync_us:.2f} us"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    return "\n".join([f"link profile {link.name}: {link.source}"] + [f"  {k:<{width}}  {v}" for k, v in rows]) + "\n"

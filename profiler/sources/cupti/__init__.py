@@ -1,0 +1,28 @@
+"""CUPTI recorded live (NVIDIA): every CUDA copy, memset, kernel and host wait of the process.
+
+offload_core's events cover offload_core's own launches; this source
+covers everything else a CUDA program does, plain CuPy, PyTorch and Numba
+code included, and turns it into the same `profiler.trace.model.Run`, so
+that reports, comparisons, detectors, the gate and the TUI need nothing
+new (AMD's counterpart is `profiler.sources.rocprof`, which imports
+rocprofv3's output). The modules, in dependency order:
+
+* `activity`: CUPTI's records and intercepted calls as plain frozen records.
+* `apis`: the CUDA calls to intercept and how to read their arguments.
+* `frames`: the Python call site of a CUDA call.
+* `convert`: a `Capture` -> `Run` records, in issue order.
+* `probe`: is cupti-python installed, is there an NVIDIA GPU (one-line errors).
+* `native`: libcupti's hot paths (API callbacks, activity buffers) through ctypes.
+* `buffers`: activity buffers lent to CUPTI and decoded in bulk with NumPy.
+* `tracer`: the live CUPTI session (with `native`, the only code that calls CUPTI).
+* `recorder`: `CuptiRecorder`, the `Recorder` interface `offload-prof run --source cupti` uses.
+
+Importing this package imports neither cupti-python nor CuPy: cupti-python
+is imported by `probe.require()` when a recording starts, so a machine
+without the `cupti` extra loads traces, and fails `--source cupti` with a
+message, not an ImportError.
+"""
+
+from .recorder import CuptiRecorder
+
+__all__ = ["CuptiRecorder"]

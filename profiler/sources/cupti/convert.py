@@ -1,0 +1,203 @@
+"""CUPTI activity records and intercepted calls -> `profiler.model.Record`s in issue order.
+
+The trace model was shaped by offload_core's events; a CUPTI capture maps
+onto it so that summaries, detectors, reports, the gate and the TUI read a
+plain CuPy or PyTorch program exactly as they read an offload_core one:
+
+* H2D and D2H copies become `h2d`/`d2h` records: device start and
+  duration, bytes, `pinned` when the host side was page-locked, `param`
+  naming the host memory kind (`"pageable buffer"`), `array` the host
+  address and `fingerprint` the digest the callback took of the host bytes.
+* Kernels become `launch` records (numbered in issue order, so that
+  per-launch summaries and the launch-interval rules work); host-blocking
+  synchronisations become `sync` records.
+* A blocking D2H (a synchronous API, or a copy into pageable memory, which
+  CUDA completes before returning) is a wait for the device that CUPTI
+  reports as no synchronisation at all; it gets a `sync` record of its own,
+  the time from the call's entry to the copy's start, unless the same
+  Python instruction synchronises explicitly right after (`x.item()` in
+  PyTorch), so that one wait is counted once.
+
+Issue order is correlation-id order: CUPTI numbers API calls from one
+counter as they are made, while device timestamps interleave across
+streams. What the model has no kind for (device-to-device and peer copies,
+memsets, stream waits on events) is counted in `Leftovers`, so that the
+CLI can say what the trace leaves out.
+"""
+
+from __future__ import annotations
+
+import linecache
+import shutil
+import subprocess
+from dataclasses import dataclass
+from typing import Callable, Iterable, Union
+
+from ...trace.records import Record, Site
+from .activity import HOST_WAITS, ApiCall, Capture, Copy, Kernel, Memset, Sync
+
+Activity = Union[Copy, Memset, Kernel, Sync]
+
+
+@dataclass(frozen=True)
+class Leftovers:
+    """Activity the trace model cannot hold, by kind: (count, bytes)."""
+
+    device_copies: tuple[int, int] = (0, 0)
+    memsets: tuple[int, int] = (0, 0)
+    stream_waits: int = 0
+
+    def describe(self) -> str:
+        """One line for the CLI, or "" when nothing was left out."""
+        from ...units import fmt_bytes
+
+        parts = []
+        if self.device_copies[0]:
+            parts.append(f"{self.device_copies[0]} device-side copies ({fmt_bytes(self.device_copies[1])})")
+        if self.memsets[0]:
+            parts.append(f"{self.memsets[0]} memsets ({fmt_bytes(self.memsets[1])})")
+        if self.stream_waits:
+            parts.append(f"{self.stream_waits} stream waits on events")
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class Converted:
+    records: tuple[Record, ...]
+    leftovers: Leftovers
+
+
+class _Sites:
+    """(file, line, function) -> interned `Site` with its source text and column."""
+
+    def __init__(self) -> None:
+        self._sites: dict[tuple[str, int, str], Site] = {}
+
+    def get(self, key: tuple[str, int, str] | None) -> Site | None:
+        if key is None:
+            return None
+        site = self._sites.get(key)
+        if site is None:
+            raw = linecache.getline(key[0], key[1]).rstrip("\r\n")
+            text = raw.strip()
+            column = len(raw) - len(raw.lstrip()) + 1 if text else 1
+            site = self._sites[key] = Site(key[0], key[1], key[2], text, column)
+        return site
+
+
+def call_of(calls: dict[int, ApiCall], a: Activity) -> ApiCall | None:
+    """The intercepted call that issued `a`, by its correlation id or a memcpy's runtime one.
+
+    A copy made through the runtime is two calls (the runtime call and the
+    driver call inside it); the tracer reads the arguments of the outer one
+    only, so the runtime call is preferred when it has them.
+    """
+    call = calls.get(a.correlation)
+    if isinstance(a, Copy) and a.runtime_correlation and (call is None or call.count is None):
+        outer = calls.get(a.runtime_correlation)
+        if outer is not None:
+            return outer
+    return call
+
+
+def blocking(copy: Copy, call: ApiCall | None) -> bool:
+    """Whether the host thread waited for this D2H copy to finish."""
+    return copy.direction == "d2h" and ((call is not None and call.synchronous) or copy.dst_kind == "pageable")
+
+
+def cxx_demangler() -> Callable[[Iterable[str]], dict[str, str]] | None:
+    """A demangler for C++ kernel names (PyTorch's) through binutils' `c++filt`, if it is installed."""
+    tool = shutil.which("c++filt")
+    if tool is None:
+        return None
+
+    def demangle(names: Iterable[str]) -> dict[str, str]:
+        todo = sorted({n for n in names if n.startswith("_Z")})
+        if not todo:
+            return {}
+        try:
+            out = subprocess.run([tool], input="\n".join(todo), capture_output=True, text=True, timeout=60,
+                                 check=True).stdout.splitlines()
+        except (OSError, subprocess.SubprocessError):
+            return {}
+        return dict(zip(todo, out)) if len(out) == len(todo) else {}
+
+    return demangle
+
+
+def convert(capture: Capture, mode: str = "batched",
+            demangle: Callable[[Iterable[str]], dict[str, str]] | None = None) -> Converted:
+    """The capture's records in issue order, times relative to `capture.t0`; kernel names demangled if asked."""
+    if demangle is not None:
+        names = demangle(k.name for k in capture.kernels)
+        if names:
+            kernels = tuple(Kernel(k.correlation, names.get(k.name, k.name), k.start, k.end, k.stream, k.device)
+                            for k in capture.kernels)
+            capture = Capture(capture.t0, capture.t1, capture.calls, capture.copies, capture.memsets, kernels,
+                              capture.syncs, capture.dropped, capture.errors)
+    calls = capture.calls
+    t0 = capture.t0
+    order: list[tuple[int, int, int, Activity, ApiCall | None]] = []
+    device, memsets, waits = [0, 0], [0, 0], 0
+    activities: list[Activity] = [*capture.copies, *capture.kernels, *capture.syncs]
+    for m in capture.memsets:
+        memsets[0] += 1
+        memsets[1] += m.nbytes
+    for a in activities:
+        if isinstance(a, Copy) and a.direction not in ("h2d", "d2h"):
+            device[0] += 1
+            device[1] += a.nbytes
+            continue
+        if isinstance(a, Sync) and a.type not in HOST_WAITS:
+            waits += 1
+            continue
+        call = call_of(calls, a)
+        key = call.correlation if call is not None else a.correlation
+        order.append((key, a.start, len(order), a, call))
+    order.sort(key=lambda t: (t[0], t[1], t[2]))
+
+    sites = _Sites()
+    records: list[Record] = []
+    launch = 0
+    for n, (_, _, _, a, call) in enumerate(order):
+        site = sites.get(call.site if call is not None else None)
+        if isinstance(a, Kernel):
+            records.append(Record("launch", a.start - t0, max(a.end - a.start, 0), kernel=a.name, launch=launch,
+                                  site=site, mode=mode))
+            launch += 1
+        elif isinstance(a, Sync):
+            records.append(Record("sync", a.start - t0, max(a.end - a.start, 0), site=site, mode=mode))
+        elif isinstance(a, Copy):
+            records.append(_copy_record(a, call, site, t0, mode))
+            if blocking(a, call) and not _synced_next(order, n, call):
+                enter = call.enter_ns if call is not None and call.enter_ns else a.start
+                enter = min(enter, a.start)
+                records.append(Record("sync", enter - t0, a.start - enter, site=site, mode=mode))
+    leftovers = Leftovers((device[0], device[1]), (memsets[0], memsets[1]), waits)
+    return Converted(tuple(records), leftovers)
+
+
+def _copy_record(a: Copy, call: ApiCall | None, site: Site | None, t0: int, mode: str) -> Record:
+    direction = a.direction
+    if direction != "h2d" and direction != "d2h":
+        raise ValueError(f"not a host<->device copy: {direction}")  # the caller passes only those on
+    host = None
+    fingerprint = None
+    if call is not None:
+        host = call.src if direction == "h2d" else call.dst
+        if call.count == a.nbytes:
+            fingerprint = call.fingerprint
+    return Record(direction, a.start - t0, max(a.end - a.start, 0), a.nbytes, a.host_kind == "pinned",
+                  param=f"{a.host_kind} buffer", array=host or None, site=site, mode=mode, fingerprint=fingerprint)
+
+
+def _synced_next(order: list[tuple[int, int, int, Activity, ApiCall | None]], n: int, call: ApiCall | None) -> bool:
+    """Whether the next call after entry `n` is an explicit host sync made by the same Python instruction."""
+    if call is None or call.instr is None:
+        return False
+    for i in range(n + 1, len(order)):  # by index: a slice would copy the rest of the run for every copy
+        a, other = order[i][3], order[i][4]
+        if other is not None and other.correlation == call.correlation:
+            continue  # more records of the same call
+        return isinstance(a, Sync) and other is not None and other.instr == call.instr
+    return False

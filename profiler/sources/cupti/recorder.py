@@ -1,0 +1,123 @@
+"""`CuptiRecorder`: the offload_core `Recorder`'s interface over a CUPTI `Tracer`.
+
+`offload-prof run --source cupti` swaps this in for `profiler.sources.recorder.Recorder`
+and changes nothing else: `start()`, `stop()`, `run(...) -> Run`. The run's
+`meta.backend` is `"cupti"` (the events came from CUPTI, whatever library
+made them), `meta.device` names the GPU, the driver and cupti-python, and
+the records are the capture converted by `convert`. `notes()` are the lines
+the CLI prints after the summary: what the trace model leaves out, and any
+error a callback swallowed (a callback may not raise into CUPTI).
+"""
+
+from __future__ import annotations
+
+from importlib import metadata
+from types import TracebackType
+from typing import Sequence
+
+from ...trace.model import Run
+from ...trace.records import Link, Outcome
+from ..meta import recorded_meta, started_now
+from .activity import Capture
+from .convert import Converted, convert, cxx_demangler
+from .probe import Driver, require
+from .tracer import Tracer
+
+
+class CuptiRecorder:
+    """Record every CUDA copy, memset, kernel and sync of the process between `start()` and `stop()`."""
+
+    def __init__(self, *, fingerprints: bool = True) -> None:
+        self.fingerprints = fingerprints
+        self._tracer: Tracer | None = None
+        self._driver = Driver()
+        self._capture: Capture | None = None
+        self._stopped = False
+        self._converted: Converted | None = None
+        self._started_at = ""
+        self._mode = "batched"
+
+    @property
+    def active(self) -> bool:
+        return self._tracer is not None and not self._stopped
+
+    def start(self) -> CuptiRecorder:
+        """Check cupti-python and the GPU (one-line `ProfilerError` if either is missing), then listen."""
+        if self.active:
+            raise RuntimeError("this recorder is already recording")
+        cupti, self._driver = require()
+        from offload_core import get_mode
+
+        self._mode = get_mode()
+        self._capture = self._converted = None
+        self._started_at = started_now()
+        self._tracer = Tracer(cupti, fingerprints=self.fingerprints).start()
+        self._stopped = False
+        return self
+
+    def stop(self) -> None:
+        """End the recording; its records are decoded when first asked for (`capture`, `run`)."""
+        if self._tracer is not None and not self._stopped:
+            self._tracer.halt()
+            self._stopped = True
+
+    def __enter__(self) -> CuptiRecorder:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()
+
+    @property
+    def capture(self) -> Capture:
+        """The raw capture (stops the recording if it still runs)."""
+        if self._tracer is None:
+            raise RuntimeError("this recorder was never started")
+        if self._capture is None:
+            self._capture = self._tracer.stop()
+            self._stopped = True
+        return self._capture
+
+    def converted(self) -> Converted:
+        if self._converted is None:
+            self._converted = convert(self.capture, self._mode, cxx_demangler())
+        return self._converted
+
+    def run(
+        self,
+        *,
+        command: Sequence[str] = (),
+        argv: Sequence[str] = (),
+        outcome: Outcome = "ok",
+        exit_code: int = 0,
+        link: Link | None = None,
+    ) -> Run:
+        capture = self.capture
+        meta = recorded_meta(backend="cupti", device=self.device_label(), mode=self._mode,
+                             started_at=self._started_at, wall_ns=capture.t1 - capture.t0,
+                             fingerprints=self.fingerprints, command=command, argv=argv, outcome=outcome,
+                             exit_code=exit_code, link=link)
+        return Run(meta, self.converted().records)
+
+    def device_label(self) -> str:
+        parts = [f"driver {self._driver.version}" if self._driver.version else "",
+                 f"cupti-python {_version('cupti-python')}"]
+        return f"{self._driver.device or 'NVIDIA GPU'} ({', '.join(p for p in parts if p)})"
+
+    def notes(self) -> list[str]:
+        """Lines worth telling the user after the run (nothing when all went to the trace)."""
+        out = []
+        left = self.converted().leftovers.describe()
+        if left:
+            out.append(f"not in the trace model: {left}")
+        capture = self.capture
+        if capture.dropped:
+            out.append(f"warning: CUPTI dropped {capture.dropped} activity records (buffers full)")
+        out += [f"warning: {e}" for e in capture.errors]
+        return out
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "?"

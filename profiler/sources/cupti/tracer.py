@@ -1,0 +1,405 @@
+"""The live CUPTI session: activity buffers, API callbacks, call sites and fingerprints.
+
+Two CUPTI mechanisms are combined. The Activity API records what the
+device did (memcpy, memset, concurrent-kernel and synchronisation records,
+with device timestamps, bytes and memory kinds) into buffers that CUPTI
+hands back in bulk; the Callback API calls a Python function on entry to
+and exit from each CUDA call of the `apis` table, on the calling thread,
+where the Python stack says which user line made the call. Both carry the
+call's correlation id, which is how a copy finds its call site. Both are
+registered with libcupti directly (`native`), not through cupti-python's
+wrappers, whose per-call objects cost ten times the copy they trace.
+
+The callback is the hot path (it runs twice per intercepted call), so on
+entry it does only this: read the callback record in one unpack, find the
+user frame (`frames`), read a copy's pointers from its parameter block
+(`apis`) and store one tuple under the correlation id. Filled activity
+buffers are only queued; `stop()` decodes them in bulk (`buffers`).
+Fingerprints (when on) are taken on exit, and only of calls that
+succeeded, so that a bad pointer is CUDA's error to report and never a
+read by the profiler: an H2D's source as the call leaves (the program
+has not run since it began), a D2H's destination once its bytes are
+final, that is on exit of a synchronous copy, or on exit of the
+synchronisation the same Python instruction makes next (PyTorch's
+`.item()` is an async copy and a stream sync). Any other async D2H stays
+without a fingerprint: its bytes may still be arriving, or already be
+changed by the program.
+
+CUPTI's activity callbacks can be registered once per process, and only
+one subscriber may exist at a time, so the module keeps that registration
+and the one active `Tracer` in module state; a second concurrent tracer is
+refused. No exception may cross into CUPTI: every callback catches all,
+keeps the first message, and the recorder reports it after the run.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import sys
+import threading
+from types import ModuleType
+from typing import Any, Callable
+
+from ...errors import ProfilerError
+from . import activity as act
+from .apis import APIS, COPY, DRIVER, RUNTIME, SYNC, Api, copy_reader, resolve
+from .buffers import CStrings, Pool, record_dtypes, records_of
+from .frames import FrameFilter
+from .native import CallbackLayout, Native
+
+_ACTIVE: Tracer | None = None
+_REGISTERED: Any = None  # the Native the buffer callbacks were registered with (once per process)
+_POOL = Pool()
+_LOCK = threading.Lock()
+
+
+try:  # XXH3 reads at memory speed; blake2b (offload_core's digest) managed 0.3-1 GB/s on the H200 machine
+    from xxhash import xxh3_64_hexdigest as _xxh3
+except ImportError:  # pragma: no cover - the cupti extra installs xxhash
+    _xxh3 = None
+
+
+def digest(address: int, nbytes: int) -> str:
+    """A content fingerprint (16 hex digits) of host memory at `address`: XXH3-64 with xxhash, else blake2b.
+
+    Fingerprints are compared within one trace only (the same buffer's
+    previous upload), so the choice of digest need only be the same for
+    the whole recording. A 256 MiB copy took 0.8 s to digest with blake2b
+    on the H200 machine, 160 times the copy itself.
+    """
+    data = (ctypes.c_char * nbytes).from_address(address)
+    if _xxh3 is not None:
+        return _xxh3(data)
+    return hashlib.blake2b(data, digest_size=8).hexdigest()
+
+
+def _buffer_requested(buffer: Any, size: Any, max_records: Any) -> None:
+    try:
+        address, nbytes = _POOL.lend()
+    except Exception:  # no memory for a buffer: CUPTI drops the records and counts them
+        address, nbytes = 0, 0
+    buffer[0] = address or None
+    size[0] = nbytes
+    max_records[0] = 0
+
+
+def _buffer_completed(context: Any, stream: int, address: int | None, size: int, valid: int) -> None:
+    buf = _POOL.take_back(address or 0)
+    if buf is None:
+        return
+    tracer = _ACTIVE
+    if tracer is not None and valid:
+        tracer.filled.append((buf, valid))
+    else:
+        _POOL.recycle(buf)
+
+
+class Tracer:
+    """One recording: `start()`, the program runs, `stop()` returns the `Capture`."""
+
+    def __init__(self, cupti: ModuleType, *, fingerprints: bool = True, frames: FrameFilter | None = None,
+                 native: Any = None) -> None:
+        self.cupti = cupti
+        self.native = native
+        self.fingerprints = fingerprints
+        self.frames = frames or FrameFilter()
+        self.filled: list[tuple[Any, int]] = []  # activity buffers CUPTI returned, with their valid bytes
+        self._subscriber: int | None = None
+        self._pointer: Any = None  # the callback's C function pointer, alive while subscribed
+        self._kinds: list[Any] = []
+        self._t0 = 0
+        self._t1: int | None = None
+        self._capture: act.Capture | None = None
+        # correlation id -> (api, site, instr, direction, dst, src, count, enter_ns)
+        self._calls: dict[int, tuple[Any, ...]] = {}
+        self._late: dict[int, str] = {}  # fingerprints, taken on exit once the bytes are final
+        self._errors: list[str] = []
+
+    def error(self, where: str, exc: BaseException) -> None:
+        if len(self._errors) < 5:
+            self._errors.append(f"{where}: {type(exc).__name__}: {exc}")
+
+    # ----------------------------------------------------------- lifecycle
+    def start(self) -> Tracer:
+        global _ACTIVE, _REGISTERED
+        c = self.cupti
+        with _LOCK:
+            if _ACTIVE is not None:
+                raise ProfilerError("a CUPTI recording is already running in this process")
+            native = self.native = self.native if self.native is not None else Native.load(c)
+            try:
+                if _REGISTERED is not native:
+                    native.register_buffers(_buffer_requested, _buffer_completed)
+                    _REGISTERED = native
+                table = resolve(APIS, c.runtime_api_trace_cbid, c.driver_api_trace_cbid)
+                domains = {RUNTIME: int(c.CallbackDomain.RUNTIME_API), DRIVER: int(c.CallbackDomain.DRIVER_API)}
+                by_id = {(domains[d], cbid): api for (d, cbid), api in table.items()}
+                self._subscriber, self._pointer = native.subscribe(self._callback(by_id))
+                for (domain, cbid) in by_id:
+                    native.enable_callback(self._subscriber, domain, cbid)
+                _ACTIVE = self
+                k = c.ActivityKind
+                for kind in (k.MEMCPY, k.CONCURRENT_KERNEL):
+                    c.activity_enable(kind)
+                    self._kinds.append(kind)
+                for name in ("SYNCHRONIZATION", "MEMSET", "MEMCPY2"):
+                    kind = getattr(k, name, None)
+                    try:  # the trace is still worth having without these on a CUPTI that lacks them
+                        if kind is not None:
+                            c.activity_enable(kind)
+                            self._kinds.append(kind)
+                    except Exception as exc:
+                        self.error(f"{name} activity records are not available", exc)
+                self._t0 = int(c.get_timestamp())
+            except Exception as exc:
+                self._teardown()
+                raise ProfilerError(f"CUPTI could not start: {_explain(c, exc)}") from None
+        return self
+
+    def halt(self) -> None:
+        """End the recording: stop listening, let the device finish, flush the buffers; idempotent.
+
+        Decoding what was recorded is left to `stop()`, so that a program's
+        recording ends as soon as it can.
+        """
+        c = self.cupti
+        if self._t1 is None:
+            self._t1 = int(c.get_timestamp()) if _ACTIVE is self else self._t0
+        self._unsubscribe()
+        if _ACTIVE is self:
+            sync_kind = c.ActivityKind.SYNCHRONIZATION
+            try:
+                if sync_kind in self._kinds:
+                    c.activity_disable(sync_kind)  # the profiler's own wait below is no program sync
+                    self._kinds.remove(sync_kind)
+                _synchronize_device()
+                c.activity_flush_all(1)
+            except Exception as exc:
+                self.error("flushing activity records", exc)
+            self._teardown()
+
+    def stop(self) -> act.Capture:
+        """End the recording (`halt`) and return everything it collected, decoded; idempotent."""
+        self.halt()
+        if self._capture is None:
+            copies, memsets, kernels, syncs = self._decode()
+            t1 = self._t1 if self._t1 is not None else self._t0
+            self._capture = act.Capture(self._t0, t1, self._api_calls(), tuple(copies), tuple(memsets),
+                                        tuple(kernels), tuple(syncs), self._dropped(), tuple(self._errors))
+        return self._capture
+
+    def _unsubscribe(self) -> None:
+        if self._subscriber is not None:
+            try:
+                self.native.unsubscribe(self._subscriber)
+            except Exception as exc:
+                self.error("unsubscribing", exc)
+            self._subscriber = None
+
+    def _teardown(self) -> None:
+        global _ACTIVE
+        for kind in self._kinds:
+            try:
+                self.cupti.activity_disable(kind)
+            except Exception as exc:
+                self.error("disabling activity records", exc)
+        self._kinds.clear()
+        self._unsubscribe()
+        if _ACTIVE is self:
+            _ACTIVE = None
+
+    def _decode(self) -> tuple[list[act.Copy], list[act.Memset], list[act.Kernel], list[act.Sync]]:
+        """The filled buffers' records, in the profiler's vocabulary; the buffers go back to the pool."""
+        copies: list[act.Copy] = []
+        memsets: list[act.Memset] = []
+        kernels: list[act.Kernel] = []
+        syncs: list[act.Sync] = []
+        filled, self.filled = self.filled, []
+        if not filled:
+            return copies, memsets, kernels, syncs
+        k = self.cupti.ActivityKind
+        names = CStrings()
+        readers: dict[int, tuple[Callable[[Any], list[Any]], list[Any]]] = {
+            int(k.MEMCPY): (act.copies_from, copies),
+            int(k.MEMSET): (act.memsets_from, memsets),
+            int(k.CONCURRENT_KERNEL): (lambda rows: act.kernels_from(rows, names), kernels),
+            int(k.SYNCHRONIZATION): (act.syncs_from, syncs),
+        }
+        if hasattr(k, "MEMCPY2"):
+            readers[int(k.MEMCPY2)] = (act.peer_copies_from, copies)
+        try:
+            dtypes = {kind: dt for kind, dt in record_dtypes(self.cupti).items() if kind in readers}
+            by_kind = records_of(filled, self.native.records, dtypes)
+        except Exception as exc:
+            self.error("reading activity records", exc)
+            by_kind = {}
+        finally:
+            for buf, _ in filled:
+                _POOL.recycle(buf)
+        for kind, rows in by_kind.items():
+            read, into = readers[kind]
+            try:
+                into.extend(read(rows))
+            except Exception as exc:
+                self.error("reading an activity record", exc)
+        return copies, memsets, kernels, syncs
+
+    def _dropped(self) -> int:
+        out = ctypes.c_size_t(0)
+        try:
+            self.cupti.activity_get_num_dropped_records(0, 0, ctypes.addressof(out))
+        except Exception:
+            return 0
+        return int(out.value)
+
+    def _api_calls(self) -> dict[int, act.ApiCall]:
+        late = self._late
+        out = {}
+        for corr, (api, site, instr, _, dst, src, count, enter) in list(self._calls.items()):
+            out[corr] = act.ApiCall(corr, api.name, api.role, site, instr, api.synchronous, dst, src, count,
+                                    late.get(corr), enter)
+        return out
+
+    # ------------------------------------------------------------ callback
+    def _callback(self, table: dict[tuple[int, int], Api]) -> Callable[[Any, int, int, int], None]:
+        """The API callback: CUPTI calls it on entry to and exit from every call of `table`.
+
+        A runtime call (`cudaMemcpyAsync`) makes its driver call
+        (`cuMemcpyHtoDAsync_v2`) inside it, on the same thread, and CUPTI
+        calls back for both. The runtime call's entry does the work (user
+        frame, parameter block); the nested driver call's entry only files
+        the same site under its own correlation id, and its record points
+        the conversion at the runtime call (`convert.call_of` prefers the
+        call whose parameter block was read).
+        """
+        c = self.cupti
+        calls = self._calls
+        late = self._late
+        site_of = self.frames.site
+        getframe = sys._getframe
+        get_ident = threading.get_ident
+        timestamp = getattr(self.native, "timestamp", None) or c.get_timestamp
+        fingerprints = self.fingerprints
+        read = CallbackLayout(getattr(c, "callback_data_dtype", None)).reader()
+        enter_site = int(c.ApiCallbackSite.API_ENTER)
+        runtime = int(c.CallbackDomain.RUNTIME_API)
+        # cbid -> (api, its parameter-block reader or None), one table per domain: looked up on every callback
+        runtime_entries: dict[int, tuple[Api, Any]] = {}
+        driver_entries: dict[int, tuple[Api, Any]] = {}
+        for (domain_id, cbid_), api_ in table.items():
+            into = runtime_entries if domain_id == runtime else driver_entries
+            into[cbid_] = (api_, copy_reader(api_.layout) if api_.layout is not None else None)
+        #: thread -> (site, instr) of the runtime call it is inside
+        outer: dict[int, tuple[Any, Any]] = {}
+        #: thread -> an async D2H (corr, dst, count, instr) whose bytes are not known to be final
+        pending: dict[int, tuple[int, int, int, Any]] = {}
+        awaiting: dict[int, int] = {}  # thread -> correlation id of the sync that makes them final
+        errors = self.error
+
+        def on_api(userdata: Any, domain: int, cbid: int, address: int) -> None:
+            try:
+                is_runtime = domain == runtime
+                entry = (runtime_entries if is_runtime else driver_entries).get(cbid)
+                if entry is None:
+                    return
+                where, params, result, corr = read(address)
+                if where != enter_site:
+                    if is_runtime:
+                        outer.pop(get_ident(), None)
+                    if fingerprints:
+                        on_exit(entry[0], corr, result)
+                    return
+                api, copy = entry
+                tid = get_ident()
+                if not is_runtime:
+                    inside = outer.get(tid)
+                    if inside is not None:  # the runtime call around it has the site and the arguments
+                        if corr not in calls:  # the two may share one correlation id: keep the outer's arguments
+                            calls[corr] = (api, inside[0], inside[1], None, None, None, None, 0)
+                        return
+                try:
+                    frame = getframe(1)
+                except ValueError:
+                    frame = None
+                site, instr = site_of(frame)
+                if is_runtime:
+                    outer[tid] = (site, instr)
+                if pending:
+                    waiting = pending.get(tid)
+                    if waiting is not None:
+                        if api.role == SYNC and instr is not None and waiting[3] == instr:
+                            awaiting[tid] = corr
+                        else:  # the program ran on: the bytes may have changed since
+                            del pending[tid]
+                calls[corr] = (api, site, instr, None, None, None, None, 0)  # kept if the block is unreadable
+                if copy is None or not params:
+                    return
+                dst, src, count, direction = copy(params)
+                calls[corr] = (api, site, instr, direction, dst if direction != "h2d" else None,
+                               src if direction != "d2h" else None, count,
+                               timestamp() if direction != "h2d" else 0)
+            except Exception as exc:
+                errors("in a CUDA API callback", exc)
+
+        def on_exit(api: Api, corr: int, result: int) -> None:
+            if api.role == COPY:
+                entry = calls.get(corr)
+                if entry is None or not entry[6] or api.layout is None or not api.layout.flat:
+                    return
+                direction = entry[3]
+                host = entry[5] if direction == "h2d" else entry[4] if direction == "d2h" else None
+                if not host or not _succeeded(result):
+                    return
+                if direction == "h2d":
+                    # still inside the call: the program cannot have touched the source since it began
+                    late[corr] = digest(host, entry[6])
+                elif api.synchronous:
+                    late[corr] = digest(host, entry[6])
+                else:
+                    pending[get_ident()] = (corr, host, entry[6], entry[2])
+            elif api.role == SYNC and awaiting:
+                tid = get_ident()
+                if awaiting.get(tid) == corr:
+                    del awaiting[tid]
+                    d2h = pending.pop(tid, None)
+                    if d2h is not None and _succeeded(result):
+                        late[d2h[0]] = digest(d2h[1], d2h[2])
+
+        return on_api
+
+
+def _succeeded(result: int) -> bool:
+    """Whether the call returned success (its CUresult/cudaError_t, readable on exit); unknown counts as failure."""
+    return bool(result) and ctypes.c_int.from_address(result).value == 0
+
+
+def _synchronize_device() -> None:
+    """Wait for the current context's work, so that every record has its end time (no-op without one)."""
+    from .probe import load_driver
+
+    lib = load_driver()
+    if lib is None:
+        return
+    ctx = ctypes.c_void_p(0)
+    if lib.cuCtxGetCurrent(ctypes.byref(ctx)) == 0 and ctx.value:
+        lib.cuCtxSynchronize()
+
+
+def _explain(cupti: ModuleType, exc: BaseException) -> str:
+    """A CUPTI error as one line, with what to do for the errors a user can fix."""
+    status = getattr(exc, "status", None)
+    result = getattr(cupti, "Result", None)
+    name = ""
+    if status is not None and result is not None:
+        try:
+            name = result(status).name
+        except (ValueError, TypeError):
+            name = ""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if "MULTIPLE_SUBSCRIBERS" in name or "MULTIPLE_SUBSCRIBERS" in text:
+        return (f"{text} (another CUPTI client is attached: Nsight Systems/Compute, torch.profiler or another "
+                f"offload-prof; run without it)")
+    if "INSUFFICIENT_PRIVILEGES" in name or "INSUFFICIENT_PRIVILEGES" in text:
+        return f"{text} (this user may not trace the GPU; see NVIDIA's ERR_NVGPUCTRPERM notes)"
+    return text

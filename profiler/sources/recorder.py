@@ -1,0 +1,127 @@
+"""The recorder: subscribes to offload_core's events and turns them into a `Run` afterwards.
+
+The hot path is one bound `list.append` per event, handed to the bus as
+the subscriber itself, so recording adds no Python frame of its own to a
+launch (see `benchmarks/profiler_overhead.py`). Everything else, relative
+times, interned call sites with their source text, the metadata, happens
+once in `run()`, after the program has finished.
+
+Content fingerprints (`fingerprints=True`) let the detectors tell a
+re-upload of unchanged data from an upload of new data, but offload_core
+computes them with a pass over every copied byte, so they are opt-in:
+copy durations in the trace stay exact either way (the digest is taken
+after the copy is timed), only the wall time grows.
+"""
+
+from __future__ import annotations
+
+import linecache
+import time
+from dataclasses import replace
+from types import TracebackType
+from typing import Callable, Sequence
+
+from offload_core import events, get_backend, get_mode
+
+from ..trace.model import Run
+from ..trace.records import Link, Outcome, Record, Site
+from .meta import recorded_meta, started_now
+
+
+class Recorder:
+    """Record every offload_core event between `start()` and `stop()` (or inside `with`)."""
+
+    def __init__(self, *, fingerprints: bool = False) -> None:
+        self.fingerprints = fingerprints
+        #: the raw events, exactly as the bus delivered them
+        self.raw: list[events.Event] = []
+        self._unsubscribe: Callable[[], None] | None = None
+        self._t0 = 0
+        self._t1 = 0
+        self._started_at = ""
+        self._backend = ("", "")
+        self._mode = ""
+
+    @property
+    def active(self) -> bool:
+        return self._unsubscribe is not None
+
+    def start(self) -> Recorder:
+        if self._unsubscribe is not None:
+            raise RuntimeError("this recorder is already recording")
+        be = get_backend()
+        self._backend = (be.name, be.device)
+        self._mode = get_mode()
+        self._started_at = started_now()
+        self._t0 = time.perf_counter_ns()
+        self._t1 = 0
+        self._unsubscribe = events.subscribe(self.raw.append, fingerprints=self.fingerprints)
+        return self
+
+    def stop(self) -> None:
+        """Stop recording; events still waiting for device timings are delivered first."""
+        if self._unsubscribe is None:
+            return
+        unsubscribe, self._unsubscribe = self._unsubscribe, None
+        unsubscribe()
+        self._t1 = time.perf_counter_ns()
+        # A program may pick its backend itself (set_backend at its start): the
+        # metadata names the backend the work ended on.
+        try:
+            be = get_backend()
+        except Exception:  # a backend the program broke must not lose the trace
+            return
+        self._backend = (be.name, be.device)
+
+    def notes(self) -> list[str]:
+        """Nothing to add: every event offload_core emits fits the trace model."""
+        return []
+
+    def __enter__(self) -> Recorder:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()
+
+    def run(
+        self,
+        *,
+        command: Sequence[str] = (),
+        argv: Sequence[str] = (),
+        outcome: Outcome = "ok",
+        exit_code: int = 0,
+        link: Link | None = None,
+    ) -> Run:
+        """The recorded events as a `Run` (callable while recording, for a snapshot)."""
+        end = self._t1 or time.perf_counter_ns()
+        t0 = self._t0
+        sites = _SiteTable()
+        records = tuple(
+            Record(
+                e.kind, e.start_ns - t0, e.duration_ns, e.nbytes, e.pinned, e.kernel, e.launch, e.param, e.array,
+                sites.get(e.callsite), e.region, e.mode, e.fingerprint,
+            )
+            for e in list(self.raw)
+        )
+        meta = recorded_meta(backend=self._backend[0], device=self._backend[1], mode=self._mode,
+                             started_at=self._started_at, wall_ns=end - t0, fingerprints=self.fingerprints,
+                             command=command, argv=argv, outcome=outcome, exit_code=exit_code, link=link)
+        return Run(meta, records)
+
+
+class _SiteTable:
+    """Events' call sites, interned once each with their source line and column filled in."""
+
+    def __init__(self) -> None:
+        self._sites: dict[Site, Site] = {}
+
+    def get(self, cs: Site | None) -> Site | None:
+        if cs is None:
+            return None
+        site = self._sites.get(cs)
+        if site is None:
+            raw = linecache.getline(cs.file, cs.line).rstrip("\r\n")
+            text = raw.strip()
+            column = len(raw) - len(raw.lstrip()) + 1 if text else 1
+            site = self._sites[cs] = replace(cs, text=text, column=column)
+        return site

@@ -1,0 +1,89 @@
+"""The suite recording behind `offload-prof demo`: the RAJAPerf suite on the naive and the batched path.
+
+The suite's offload variant (`offload_core.suite.run_suite`) runs the same
+launches twice, once with `mode="naive"` (every launch copies its
+arguments) and once batched (one region per kernel), under the profiler's
+`Recorder`. Both recordings happen in this process, after one unrecorded
+warm-up pass of the same kernels and sizes, so that neither run pays for
+compilation, first-touch page faults or memory pools the other got for
+free; each run gets its own recorder, so the traces hold exactly their
+own events. Both runs must compute the same checksums.
+
+Copy fingerprints are off by default: computing them is a pass over every
+copied byte, which the naive path does far more often, so they would
+inflate the naive run's wall time and the ratio; `--fingerprints` turns
+them on (for OFF502/OFF503) and says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+from ..errors import ProfilerError
+from ..trace.model import Run
+
+
+@dataclass(frozen=True)
+class SuiteRecording:
+    """Both paths of one suite recording: the runs, the trace files they were saved to, the kernels."""
+
+    naive: Run
+    batched: Run
+    paths: tuple[Path, Path]
+    kernels: tuple[str, ...]
+
+
+def record_suite(kernels: Sequence[str], size_factor: float, reps: int, *, fingerprints: bool = False,
+                 output: Path, command: Sequence[str] = (), progress: Callable[[str], None] = lambda m: None,
+                 ) -> SuiteRecording:
+    """Warm up, record both paths, check the results agree, save `output`'s .naive and .batched traces."""
+    import offload_core
+    from offload_core.errors import OffloadError
+    from offload_core.suite import run_suite, select
+    from offload_core.suite.registry import UnknownKernel
+
+    from ..trace.link import calibrated
+    from ..trace.tracefile import both_paths
+    from .recorder import Recorder
+
+    try:
+        chosen = tuple(b.name for b in select(list(kernels)))
+    except UnknownKernel as exc:
+        raise ProfilerError(str(exc)) from None
+    paths = both_paths(output)
+    try:
+        backend = offload_core.get_backend()
+        progress(f"backend {backend.name} ({backend.device}); kernels {', '.join(chosen)}; "
+                 f"size factor {size_factor:g}; {reps} reps")
+        progress("warming up (unrecorded) ...")
+        run_suite(chosen, size_factor=size_factor, mode="batched", reps=1)
+        link = calibrated(backend.name)
+        argv = ("offload_core.suite", "--kernels", *chosen, "--size-factor", f"{size_factor:g}", "--reps", str(reps))
+        runs: dict[str, Run] = {}
+        sums: dict[str, list[object]] = {}
+        for mode in ("naive", "batched"):
+            progress(f"recording the {mode} path ...")
+            previous = offload_core.get_mode()
+            offload_core.set_mode(mode)  # before the recorder starts, so its metadata names this mode
+            recorder = Recorder(fingerprints=fingerprints).start()
+            try:
+                results = run_suite(chosen, size_factor=size_factor, mode=mode, reps=reps)
+            finally:
+                recorder.stop()
+                offload_core.set_mode(previous)
+            runs[mode] = recorder.run(command=command, argv=argv, link=link)
+            sums[mode] = [r.checksum for r in results]
+    except OffloadError as exc:
+        raise ProfilerError(str(exc)) from None
+    differ = [k for k, a, b in zip(chosen, sums["naive"], sums["batched"]) if a != b]
+    if differ:
+        raise ProfilerError(f"the naive and batched paths computed different results for {', '.join(differ)}")
+    paths[0].parent.mkdir(parents=True, exist_ok=True)
+    for mode, path in zip(("naive", "batched"), paths):
+        try:
+            runs[mode].save(path)
+        except OSError as exc:
+            raise ProfilerError(f"{path}: cannot write trace ({exc.strerror or exc})") from None
+    return SuiteRecording(runs["naive"], runs["batched"], paths, chosen)

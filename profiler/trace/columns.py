@@ -1,0 +1,321 @@
+"""A run's records as columns: parallel NumPy arrays, the layout large traces are stored and summarised in.
+
+A trace of 10^6 events as 10^6 `Record` objects costs seconds to build
+and hundreds of megabytes to hold, and every summary is then a Python
+loop over them. As columns (one array per `Record` field; strings as codes
+into a table of distinct values, `None` as a sentinel), the same trace
+loads in a fraction of a second, summaries are NumPy reductions, and
+`Record`s are built only when someone asks for them (`RecordTable`).
+
+The schema 2 file layout (`encode`/`decode`) stores each column as
+little-endian bytes in base64 inside the JSON document, in the narrowest
+integer type that holds its values, so the file stays one JSON object
+(gzip-able, inspectable with any JSON tool) and loading is a base64
+decode plus `numpy.frombuffer` per column, with no per-record parsing.
+Every column is validated with vectorised checks, and a problem is a
+one-line `TraceError` naming the column and the first bad record.
+
+NumPy is imported by this module only; `profiler.trace.model` imports it lazily,
+so code that never touches a trace's columns (the pytest plugin) does not
+load NumPy.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Sequence, overload
+
+import numpy as np
+
+from ..errors import TraceError
+from .records import KINDS, Kind, Record, Site
+
+#: the stand-in for None in the integer columns that may be null
+NULL = np.iinfo(np.int64).min
+_INT_FIELDS = ("start_ns", "duration_ns", "nbytes")
+_NULLABLE_FIELDS = ("launch", "array", "region")
+_CODED_FIELDS = ("kernel", "param", "mode", "fingerprint")
+_KIND_CODES = {k: i for i, k in enumerate(KINDS)}
+
+
+@dataclass(frozen=True, eq=False)
+class Columns:
+    """The records of a run, one array per field.
+
+    `kind` holds codes into `records.KINDS`; `site` codes into `sites`;
+    `kernel`, `param`, `mode` and `fingerprint` codes into their own
+    tables of distinct values; -1 is None for codes, `NULL` for `launch`,
+    `array` and `region`. Tables hold each distinct value once, so equal
+    codes mean equal values.
+    """
+
+    kind: np.ndarray
+    start_ns: np.ndarray
+    duration_ns: np.ndarray
+    nbytes: np.ndarray
+    pinned: np.ndarray
+    kernel: np.ndarray
+    launch: np.ndarray
+    param: np.ndarray
+    array: np.ndarray
+    site: np.ndarray
+    region: np.ndarray
+    mode: np.ndarray
+    fingerprint: np.ndarray
+    kernels: tuple[str, ...]
+    params: tuple[str, ...]
+    modes: tuple[str, ...]
+    fingerprints: tuple[str, ...]
+    sites: tuple[Site, ...]
+
+    def __len__(self) -> int:
+        return int(self.kind.shape[0])
+
+    def kind_mask(self, *kinds: Kind) -> np.ndarray:
+        """Boolean mask of the records of the given kinds."""
+        codes = [_KIND_CODES[k] for k in kinds]
+        return np.isin(self.kind, codes) if len(codes) > 1 else self.kind == codes[0]
+
+    def table(self, name: str) -> tuple[Any, ...]:
+        """The value table behind a coded column (`kernel`, `param`, `mode`, `fingerprint`, `site`)."""
+        return {"kernel": self.kernels, "param": self.params, "mode": self.modes,
+                "fingerprint": self.fingerprints, "site": self.sites}[name]
+
+    # ------------------------------------------------------------ records
+    def record(self, i: int) -> Record:
+        """Record `i`, built from the columns."""
+        def coded(col: np.ndarray, values: Sequence[Any]) -> Any:
+            c = int(col[i])
+            return None if c < 0 else values[c]
+
+        def nullable(col: np.ndarray) -> int | None:
+            v = int(col[i])
+            return None if v == NULL else v
+
+        return Record(KINDS[int(self.kind[i])], int(self.start_ns[i]), int(self.duration_ns[i]), int(self.nbytes[i]),
+                      bool(self.pinned[i]), coded(self.kernel, self.kernels), nullable(self.launch),
+                      coded(self.param, self.params), nullable(self.array), coded(self.site, self.sites),
+                      nullable(self.region), self.modes[int(self.mode[i])], coded(self.fingerprint, self.fingerprints))
+
+    def records(self) -> tuple[Record, ...]:
+        """Every record, built in one pass (lists first: NumPy scalars are slow to convert one by one)."""
+        def coded(col: np.ndarray, values: Sequence[Any]) -> list[Any]:
+            table = [*values, None]  # code -1 indexes the trailing None
+            return [table[c] for c in col.tolist()]
+
+        def nullable(col: np.ndarray) -> list[int | None]:
+            return [None if v == NULL else v for v in col.tolist()]
+
+        kinds = [KINDS[c] for c in self.kind.tolist()]
+        return tuple(map(Record, kinds, self.start_ns.tolist(), self.duration_ns.tolist(), self.nbytes.tolist(),
+                         self.pinned.tolist(), coded(self.kernel, self.kernels), nullable(self.launch),
+                         coded(self.param, self.params), nullable(self.array), coded(self.site, self.sites),
+                         nullable(self.region), coded(self.mode, self.modes),
+                         coded(self.fingerprint, self.fingerprints)))
+
+    @classmethod
+    def from_records(cls, records: Sequence[Record]) -> Columns:
+        """Columns of records built in Python (by the recorder, or by hand).
+
+        Raises `OverflowError` when an integer does not fit the columns (beyond
+        64 bits, or equal to `NULL`); `tracefile.to_document` then writes rows instead.
+        """
+        tables: dict[str, dict[Any, int]] = {name: {} for name in (*_CODED_FIELDS, "site")}
+
+        def code(name: str, values: Iterator[Any]) -> np.ndarray:
+            table = tables[name]
+            out = [-1 if v is None else table.setdefault(v, len(table)) for v in values]
+            return np.array(out, dtype=np.int32)
+
+        def nullable(name: str) -> np.ndarray:
+            values = [getattr(r, name) for r in records]
+            out = np.array([NULL if v is None else v for v in values], dtype=np.int64)
+            # a value equal to the sentinel would read back as None
+            if int((out == NULL).sum()) != values.count(None):
+                raise OverflowError(f"a '{name}' value equals the null sentinel")
+            return out
+
+        recs = records
+        columns = cls(
+            kind=np.array([_KIND_CODES[r.kind] for r in recs], dtype=np.uint8),
+            start_ns=np.array([r.start_ns for r in recs], dtype=np.int64),
+            duration_ns=np.array([r.duration_ns for r in recs], dtype=np.int64),
+            nbytes=np.array([r.nbytes for r in recs], dtype=np.int64),
+            pinned=np.array([r.pinned for r in recs], dtype=bool),
+            kernel=code("kernel", (r.kernel for r in recs)),
+            launch=nullable("launch"),
+            param=code("param", (r.param for r in recs)),
+            array=nullable("array"),
+            site=code("site", (r.site for r in recs)),
+            region=nullable("region"),
+            mode=code("mode", (r.mode for r in recs)),
+            fingerprint=code("fingerprint", (r.fingerprint for r in recs)),
+            kernels=tuple(tables["kernel"]), params=tuple(tables["param"]), modes=tuple(tables["mode"]),
+            fingerprints=tuple(tables["fingerprint"]), sites=tuple(tables["site"]),
+        )
+        return columns
+
+    # ------------------------------------------------------------ files
+    def encode(self) -> dict[str, Any]:
+        """The schema 2 `columns` object: each field as base64 bytes, coded fields with their values."""
+        out: dict[str, Any] = {"kind": _pack(self.kind), "pinned": _pack(self.pinned.astype(np.uint8))}
+        for name in _INT_FIELDS + _NULLABLE_FIELDS:
+            out[name] = _pack(getattr(self, name))
+        for name in _CODED_FIELDS:
+            out[name] = {**_pack(getattr(self, name)), "values": list(self.table(name))}
+        out["site"] = _pack(self.site)
+        return out
+
+    @classmethod
+    def decode(cls, data: Any, count: int, sites: Sequence[Site], fail: Callable[[str], TraceError]) -> Columns:
+        """Columns from a schema 2 `columns` object; `fail(problem)` makes the error to raise."""
+        if not isinstance(data, dict):
+            raise fail("'columns' must be an object of encoded columns")
+        missing = [n for n in ("kind", "pinned", *_INT_FIELDS, *_NULLABLE_FIELDS, *_CODED_FIELDS, "site") if n not in data]
+        if missing:
+            raise fail(f"missing record column(s) {', '.join(missing)}")
+
+        def column(name: str) -> np.ndarray:
+            return _unpack(data[name], name, count, fail)
+
+        kind = column("kind")
+        _check_codes(kind, len(KINDS), name="kind", nullable=False, fail=fail)
+        pinned = column("pinned")
+        bad = np.flatnonzero((pinned != 0) & (pinned != 1))
+        if bad.size:
+            raise fail(f"record {bad[0]}: pinned must be true/false")
+        ints = {name: column(name).astype(np.int64, copy=False) for name in _INT_FIELDS + _NULLABLE_FIELDS}
+        for name in ("duration_ns", "nbytes"):
+            bad = np.flatnonzero(ints[name] < 0)
+            if bad.size:
+                raise fail(f"record {bad[0]}: {name} must be a non-negative integer")
+        coded: dict[str, tuple[np.ndarray, tuple[str, ...]]] = {}
+        for name in _CODED_FIELDS:
+            entry = data[name]
+            values = entry.get("values") if isinstance(entry, dict) else None
+            if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+                raise fail(f"column '{name}' must list its values as strings")
+            codes = column(name).astype(np.int32, copy=False)
+            _check_codes(codes, len(values), name=name, nullable=name != "mode", fail=fail)
+            coded[name] = _canonical(codes, values)
+        site_codes = column("site").astype(np.int32, copy=False)
+        _check_codes(site_codes, len(sites), name="site", nullable=True, fail=fail, what="sites")
+        site_codes, site_table = _canonical(site_codes, sites)
+        return cls(
+            kind=kind.astype(np.uint8, copy=False), pinned=pinned.astype(bool), **ints,
+            kernel=coded["kernel"][0], param=coded["param"][0], mode=coded["mode"][0],
+            fingerprint=coded["fingerprint"][0], site=site_codes,
+            kernels=coded["kernel"][1], params=coded["param"][1], modes=coded["mode"][1],
+            fingerprints=coded["fingerprint"][1], sites=site_table,
+        )
+
+
+class RecordTable(Sequence[Record]):
+    """`Run.records` of a trace loaded from columns: a sequence of `Record`s built on demand.
+
+    Indexing builds one record; iterating builds them all once and keeps
+    them, since whoever iterates (a detector, a report) usually indexes
+    afterwards too. Compares equal to any sequence of equal records, so a
+    loaded run equals the run that was saved.
+    """
+
+    __slots__ = ("columns", "_built")
+
+    def __init__(self, columns: Columns) -> None:
+        self.columns = columns
+        self._built: tuple[Record, ...] | None = None
+
+    def __len__(self) -> int:
+        return len(self.columns)
+
+    @overload
+    def __getitem__(self, i: int) -> Record: ...
+    @overload
+    def __getitem__(self, i: slice) -> tuple[Record, ...]: ...
+
+    def __getitem__(self, i: int | slice) -> Record | tuple[Record, ...]:
+        if self._built is not None:
+            return self._built[i]
+        if isinstance(i, slice):
+            return tuple(self.columns.record(j) for j in range(*i.indices(len(self))))
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError("record index out of range")
+        return self.columns.record(i % n)
+
+    def __iter__(self) -> Iterator[Record]:
+        return iter(self.built())
+
+    def built(self) -> tuple[Record, ...]:
+        """All records as a tuple (built on the first call)."""
+        if self._built is None:
+            self._built = self.columns.records()
+        return self._built
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RecordTable) and other.columns is self.columns:
+            return True
+        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
+            return NotImplemented
+        return len(other) == len(self) and tuple(other) == self.built()
+
+    def __hash__(self) -> int:
+        return hash(self.built())
+
+    def __repr__(self) -> str:
+        return f"RecordTable({len(self)} records)"
+
+
+# ------------------------------------------------------------- encoding
+_DTYPES = (np.uint8, np.int8, np.uint16, np.int16, np.int32, np.int64)
+
+
+def _pack(values: np.ndarray) -> dict[str, Any]:
+    """`{"dtype": "<i4", "data": base64}` in the narrowest type that holds every value."""
+    dtype: Any = np.int64
+    if values.size:
+        lo, hi = int(values.min()), int(values.max())
+        dtype = next(t for t in _DTYPES if np.iinfo(t).min <= lo and hi <= np.iinfo(t).max)
+    le = np.dtype(dtype).newbyteorder("<")
+    return {"dtype": le.str, "data": base64.b64encode(values.astype(le, copy=False).tobytes()).decode("ascii")}
+
+
+def _unpack(entry: Any, name: str, count: int, fail: Callable[[str], TraceError]) -> np.ndarray:
+    if not isinstance(entry, dict) or not isinstance(entry.get("dtype"), str) or not isinstance(entry.get("data"), str):
+        raise fail(f"column '{name}' must be an object with 'dtype' and 'data'")
+    try:
+        dtype = np.dtype(entry["dtype"])
+    except TypeError:
+        dtype = None
+    if dtype is None or dtype.kind not in "iu" or dtype.itemsize > 8:
+        raise fail(f"column '{name}': dtype {entry['dtype']!r} is not an integer type")
+    try:
+        raw = base64.b64decode(entry["data"], validate=True)
+    except (binascii.Error, ValueError):
+        raise fail(f"column '{name}': data is not valid base64") from None
+    if len(raw) != count * dtype.itemsize:
+        raise fail(f"column '{name}' holds {len(raw) // dtype.itemsize} values, expected {count} (one per record)")
+    return np.frombuffer(raw, dtype=dtype)
+
+
+def _check_codes(codes: np.ndarray, n: int, *, name: str, nullable: bool, fail: Callable[[str], TraceError],
+                 what: str = "values") -> None:
+    low = -1 if nullable else 0
+    bad = np.flatnonzero((codes < low) | (codes >= n))
+    if bad.size:
+        i = int(bad[0])
+        if name == "kind":
+            raise fail(f"record {i}: kind code {int(codes[i])} is not one of the {n} kinds {', '.join(KINDS)}")
+        raise fail(f"record {i}: {name} {int(codes[i])} is not an index into the {n} {what}")
+
+
+def _canonical(codes: np.ndarray, values: Sequence[Any]) -> tuple[np.ndarray, tuple[Any, ...]]:
+    """Merge duplicate values of a table (a file may repeat one), so equal codes mean equal values."""
+    first: dict[Any, int] = {}
+    remap = [first.setdefault(v, len(first)) for v in values]
+    if len(first) == len(values):
+        return codes, tuple(values)
+    lookup = np.array([*remap, -1], dtype=np.int32)
+    return lookup[codes], tuple(first)

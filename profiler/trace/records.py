@@ -1,0 +1,176 @@
+"""What a trace holds: `Record`s of events at `Site`s, and the run's `Meta` with its `Link`.
+
+Plain frozen values with no behaviour beyond a few derived figures, so
+that every room of the profiler (sources that make them, the file format,
+analyses, outputs, the TUI) can import them from the bottom of the trace
+room without pulling in anything else. `Site` is offload_core's call-site
+type (`offload_core.sites`) and `Kind` its event kinds (`offload_core.kinds`),
+both modules that import nothing, so that an event and a record speak of
+sites and kinds with one name each. The `Run` that
+holds them is `profiler.trace.model`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields
+from typing import Any, Final, Literal
+
+from offload_core.kinds import COPY_KINDS, KINDS, Direction, Kind
+from offload_core.sites import Site
+
+__all__ = [
+    "COPY_KINDS", "DIRECTION_NAMES", "KINDS", "Direction", "Kind", "Link", "Meta", "Outcome", "Record", "Site",
+    "relative_file",
+]
+
+DIRECTION_NAMES: Final[dict[Direction, str]] = {"h2d": "H2D", "d2h": "D2H"}
+#: how a recorded program ended
+Outcome = Literal["ok", "exit", "exception", "interrupted"]
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One event of the run, as offload_core (or another source of events) reported it.
+
+    `kind` is one of `KINDS`. `launch` is the index of the `offload()` call
+    the event belongs to (None for a region's own copies, which carry
+    `region`). `array` identifies the host buffer (its address), so the
+    same number in two records means the same memory. `fingerprint` is a
+    digest of the copied host bytes, present only when the run was
+    recorded with fingerprints.
+    """
+
+    kind: Kind
+    start_ns: int
+    duration_ns: int
+    nbytes: int = 0
+    pinned: bool = False
+    kernel: str | None = None
+    launch: int | None = None
+    param: str | None = None
+    array: int | None = None
+    site: Site | None = None
+    region: int | None = None
+    mode: str = "batched"
+    fingerprint: str | None = None
+
+    @property
+    def end_ns(self) -> int:
+        return self.start_ns + self.duration_ns
+
+    @property
+    def is_copy(self) -> bool:
+        return self.kind == "h2d" or self.kind == "d2h"
+
+
+#: the field names of a record, in the order schema 1 rows and schema 2 columns store them
+RECORD_FIELDS: Final[tuple[str, ...]] = tuple(f.name for f in fields(Record))
+
+
+@dataclass(frozen=True)
+class Link:
+    """Figures of a host<->device link, measured (`calibrate`) or shipped, for modelled costs.
+
+    Bandwidths are in GB/s (10^9 bytes per second); a pinned figure is
+    None where the backend could not pin (the NumPy backend). `latency_us`
+    is the fixed cost of one small copy; `launch_us` and `sync_us` are the
+    per-launch and per-sync overheads where known.
+    """
+
+    name: str
+    h2d_pageable_gbps: float
+    d2h_pageable_gbps: float
+    h2d_pinned_gbps: float | None = None
+    d2h_pinned_gbps: float | None = None
+    latency_us: float = 0.0
+    launch_us: float | None = None
+    sync_us: float | None = None
+    source: str = ""
+
+    def bandwidth_gbps(self, kind: Direction, pinned: bool) -> float:
+        """The bandwidth a copy would see; pageable where no pinned figure is known."""
+        if kind == "h2d":
+            return (self.h2d_pinned_gbps if pinned and self.h2d_pinned_gbps else None) or self.h2d_pageable_gbps
+        return (self.d2h_pinned_gbps if pinned and self.d2h_pinned_gbps else None) or self.d2h_pageable_gbps
+
+    def copy_ns(self, kind: Direction, nbytes: int, pinned: bool) -> int:
+        """Modelled duration of one copy: the fixed latency plus bytes over bandwidth."""
+        return int(self.latency_us * 1e3 + nbytes / self.bandwidth_gbps(kind, pinned))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Link:
+        """A `Link` from its dict form (a trace's `meta.link`, a profile file); `ValueError`/`TypeError` otherwise."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown key(s) {', '.join(unknown)}")
+        for key in ("name", "h2d_pageable_gbps", "d2h_pageable_gbps"):
+            if key not in data:
+                raise ValueError(f"missing key '{key}'")
+        if not isinstance(data["name"], str):
+            raise TypeError("'name' must be a string")
+        for key in known - {"name", "source"}:
+            value = data.get(key)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise ValueError(f"'{key}' must be a non-negative number, got {value!r}")
+        for key in ("h2d_pageable_gbps", "d2h_pageable_gbps", "h2d_pinned_gbps", "d2h_pinned_gbps"):
+            if data.get(key) is not None and data[key] == 0:
+                raise ValueError(f"'{key}' must be positive")
+        values: dict[str, Any] = {k: (float(v) if isinstance(v, (int, float)) and k not in ("name", "source") else v)
+                                  for k, v in data.items()}
+        return cls(**values)
+
+
+#: the trace schema this version writes; it reads every schema from 1 up to this one
+SCHEMA_VERSION: Final = 2
+
+
+@dataclass(frozen=True)
+class Meta:
+    """What ran, where, and how it ended.
+
+    `command` is the profiler's own command line, `argv` the target's.
+    `mode` is the offload_core mode the run started in (records carry the
+    mode of each event, since a program may switch). `outcome` is `ok`,
+    `exit` (SystemExit), `exception` or `interrupted`; `exit_code` is what
+    the run passed on. `link` holds the figures the run was recorded with
+    (a calibration of this machine), if any. `fingerprints` says whether
+    copy records carry content digests.
+    """
+
+    backend: str
+    device: str
+    mode: str
+    started_at: str
+    wall_ns: int
+    schema: int = SCHEMA_VERSION
+    tool_version: str = ""
+    command: tuple[str, ...] = ()
+    argv: tuple[str, ...] = ()
+    cwd: str = ""
+    python: str = ""
+    host: str = ""
+    fingerprints: bool = False
+    outcome: Outcome = "ok"
+    exit_code: int = 0
+    link: Link | None = None
+
+
+def relative_file(file: str, cwd: str) -> str:
+    """`file` relative to `cwd` with `/` separators when it lies inside it, else unchanged.
+
+    Reports print sites this way, and the gate keys them this way, so that
+    a baseline recorded in one checkout matches a run in another.
+    """
+    if not cwd or not os.path.isabs(file):
+        return file.replace(os.sep, "/")
+    try:
+        rel = os.path.relpath(file, cwd)
+    except ValueError:  # another drive on Windows
+        return file
+    if rel.startswith(".."):
+        return file.replace(os.sep, "/")
+    return rel.replace(os.sep, "/")
