@@ -41,7 +41,7 @@ from .magics import to_python
 
 SUFFIX = ".ipynb"
 _BOM = b"\xef\xbb\xbf"
-_ON_LINE = re.compile(r"\bon line (\d+)\b")
+_ON_LINE = re.compile(r"\b(on|at) line (\d+)\b")
 
 
 class NotebookError(ValueError):
@@ -104,8 +104,8 @@ class CellMap:
         if end_cell != cell:  # a span that runs past its cell (only an unclosed bracket can): end it there
             end_line = next(p.lines for p in self.places if p.number == cell)
         message = finding.message
-        if finding.code == "OFF901":  # CPython's "... on line 3" names a joined line
-            message = _ON_LINE.sub(lambda m: f"on line {self.label(int(m.group(1)))}", message)
+        if finding.code == "OFF901":  # CPython's "... on line 3", "(detected at line 9)" name joined lines
+            message = _ON_LINE.sub(lambda m: f"{m.group(1)} line {self.label(int(m.group(2)))}", message)
         return replace(finding, cell=cell, line=line, end_line=end_line, message=message)
 
 

@@ -91,12 +91,18 @@ def test_a_syntax_error_is_off901_at_its_cell_and_line() -> None:
     assert finding.message == "cannot parse this file: expected ':'"
 
 
-def test_an_unclosed_bracket_s_message_names_the_cell_line() -> None:
+def test_a_syntax_error_s_message_names_cell_lines_too() -> None:
     data = dump(notebook(code("import cupy as cp\n"), code(lines("x = 1\ny = cp.asarray((x,\n"))))
     _, result = lint_notebook(data)
     [finding] = result.findings
     assert (finding.cell, finding.line) == (2, 2)
     assert "'(' was never closed" in finding.message
+    data = dump(notebook(code("import cupy as cp\n"), code(lines("x = 1\ndoc = \"\"\"\nabc")), code("y = 2\nz = 3")))
+    _, result = lint_notebook(data)
+    [finding] = result.findings
+    assert (finding.cell, finding.line) == (2, 2)
+    assert finding.message == ("cannot parse this file: unterminated triple-quoted string literal "
+                               "(detected at line 2 of cell 3)")
 
 
 @pytest.mark.parametrize("data, reason, position", [
