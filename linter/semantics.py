@@ -81,9 +81,9 @@ class Semantics(LoopFacts, DeviceValues):
         self.libraries = frozenset(libs)
         self.needs: dict[str, str | None] = {}
         self._taints: dict[int, dict[str, str]] = {}
-        self._pending: list[tuple[str, object]] = []  # the memoised questions being answered now
         self._returns: dict[int, str | None] = {}
-        self._param_cache: dict[tuple[int, str], str | None] = {}
+        self._solved = False
+        self._solving = False
         self._unpacking: set[tuple[int, tuple[int, ...]]] = set()
         self._defs: dict[int, Scope] | None = None
         self._calls_by_name: dict[str, list[IndexedCall]] | None = None
@@ -141,14 +141,8 @@ class Semantics(LoopFacts, DeviceValues):
         if key in self._classified:
             return self._classified[key]
         self._classified[key] = None
-        self._pending.append(("classify", key))
-        try:
-            result = self._classify(call, scope)
-        finally:
-            self._pending.pop()
-        if self._pending:
-            del self._classified[key]  # asked inside another question: answer, but do not remember
-        else:
+        result = self._classify(call, scope)
+        if key in self._classified:  # not cleared by a pass of the device-value solution meanwhile
             self._classified[key] = result
         return result
 

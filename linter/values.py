@@ -78,10 +78,12 @@ def _stronger(a: str | None, b: str | None) -> str | None:
 class DeviceValues:
     idx: ModuleIndex
     libraries: frozenset[str]
+    _classified: dict[int, Any]
+    # the solution: per scope, name -> taint; per function scope, the taint of its return values
     _taints: dict[int, dict[str, str]]
-    _pending: list[tuple[str, object]]
     _returns: dict[int, str | None]
-    _param_cache: dict[tuple[int, str], str | None]
+    _solved: bool
+    _solving: bool
     _unpacking: set[tuple[int, tuple[int, ...]]]
 
     # -- supplied by Semantics ----------------------------------------------------------
@@ -235,33 +237,54 @@ class DeviceValues:
         return scope
 
     def _names(self, scope: Scope) -> dict[str, str]:
-        key = id(scope)
-        if key in self._taints:
-            return self._taints[key]
-        found: dict[str, str] = {}
-        self._taints[key] = found  # partial results serve recursive lookups
-        self._pending.append(("names", key))
-        for _ in range(8):
-            before = dict(found)
-            for name, values in scope.assigns.items():
-                best = found.get(name)
-                if best is not None and not best.endswith(MAYBE):
-                    continue
-                for how, value in values:
-                    lib = self._binding_taint(name, how, value, scope)
-                    best = _stronger(best, lib)
-                    if best is not None and not best.endswith(MAYBE):
-                        break
-                if best is not None:
-                    found[name] = best
-            if found == before:
-                break
-        self._pending.pop()
-        if self._pending:
-            # worked out while another question was open (a caller's names, a call being
-            # classified): right for now, but maybe not final, so it is not kept
-            del self._taints[key]
-        return found
+        """The device names of a scope: from the file's solution (while solving, the values so far)."""
+        self._solve()
+        return self._taints.get(id(scope), {})
+
+    def _solve(self) -> None:
+        """Every scope's device names and every function's return, as one fixpoint over the file.
+
+        Each pass evaluates every binding (and every `return`) against the
+        previous pass's values, so a pass costs one walk over the file and no
+        question recurses into another scope's unfinished answer; taints only
+        grow (nothing < maybe < device), so a few passes settle it. Call
+        classifications depend on device values (is this `.get()` a CuPy
+        array's?), so they are forgotten after each pass and after the end.
+        """
+        if self._solved or self._solving:
+            return
+        self._solving = True
+        try:
+            for _ in range(12):
+                changed = False
+                self._classified.clear()
+                for scope in self.idx.scopes:
+                    table = self._taints.setdefault(id(scope), {})
+                    for name, values in scope.assigns.items():
+                        old = table.get(name)
+                        best = old
+                        if best is not None and not best.endswith(MAYBE):
+                            continue
+                        for how, value in values:
+                            best = _stronger(best, self._binding_taint(name, how, value, scope))
+                            if best is not None and not best.endswith(MAYBE):
+                                break
+                        if best != old and best is not None:
+                            table[name] = best
+                            changed = True
+                    if scope.kind == "function":
+                        found = None
+                        for value in scope.returns:
+                            found = _stronger(found, self.taint(value, scope))
+                        if found != self._returns.get(id(scope)):
+                            self._returns[id(scope)] = found
+                            changed = True
+                if not changed:
+                    break
+        finally:
+            self._solving = False
+            self._solved = True
+            self._classified.clear()
 
     def _binding_taint(self, name: str, how: Binding, value: Any, scope: Scope) -> str | None:
         if how in ("=", "aug", "item", "moved") and isinstance(value, cst.BaseExpression):
@@ -318,20 +341,8 @@ class DeviceValues:
         return self.taint(iterable, scope)
 
     def _return_taint(self, function: Scope) -> str | None:
-        key = id(function)
-        if key in self._returns:
-            return self._returns[key]
-        self._returns[key] = None  # a recursive function: its own calls add nothing
-        self._pending.append(("returns", key))
-        found = None
-        for value in function.returns:
-            found = _stronger(found, self.taint(value, function))
-        self._pending.pop()
-        if self._pending:
-            del self._returns[key]  # computed inside another open question: do not keep
-        else:
-            self._returns[key] = found
-        return found
+        self._solve()
+        return self._returns.get(id(function))
 
     def _return_element(self, function: Scope, index: tuple[int, ...]) -> str | None:
         key = (id(function), index)
@@ -352,18 +363,7 @@ class DeviceValues:
             lib = ANNOTATIONS.get(qualname or "")
             if lib is not None:
                 return lib
-        key = (id(scope), name)
-        if key in self._param_cache:
-            return self._param_cache[key]
-        self._param_cache[key] = None  # mutual recursion between functions ends here
-        self._pending.append(("param", key))
-        result = self._param_from_calls(name, scope)
-        self._pending.pop()
-        if any(item != ("names", id(scope)) for item in self._pending):
-            del self._param_cache[key]  # asked inside another open question than its own scope's names
-        else:
-            self._param_cache[key] = result
-        return result
+        return self._param_from_calls(name, scope)
 
     def _param_from_calls(self, name: str, function: Scope) -> str | None:
         """A parameter every in-file call of the function gives a device value is one."""
