@@ -209,7 +209,7 @@ class LoopFacts:
     def rare_conds(self, conds: tuple[tuple[cst.BaseExpression, bool], ...], loop: Loop) -> bool:
         """`rare_branch` for a statement's enclosing conditions (see there)."""
         for test, taken in conds:
-            if any(_every_n(comparison) for comparison in _equalities(test, taken)):
+            if any(_every_n(comparison) for comparison in _equalities(test, taken)) or _every_n_or_flag(test, taken):
                 return True  # `if step % 500 == 0:` around the loop too: it runs every N steps
         changed = self.changed_in(loop)
         for test, taken in conds[loop.cond_depth:]:
@@ -310,3 +310,20 @@ def _every_n(comparison: cst.Comparison) -> bool:
     """`x % n == c`: true once every n values of x."""
     sides = [comparison.left, *(c.comparator for c in comparison.comparisons)]
     return any(isinstance(side, cst.BinaryOperation) and isinstance(side.operator, cst.Modulo) for side in sides)
+
+
+def _every_n_or_flag(test: cst.BaseExpression, taken: bool) -> bool:
+    """`if last_batch or step % n == 0:` (the usual logging test): every N steps, or on a flagged one."""
+    if not taken or not isinstance(test, cst.BooleanOperation) or not isinstance(test.operator, cst.Or):
+        return False
+    parts: list[cst.BaseExpression] = []
+    stack: list[cst.BaseExpression] = [test]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.Or):
+            stack += [node.left, node.right]
+        else:
+            parts.append(node)
+    every_n = [p for p in parts if any(_every_n(c) for c in _equalities(p, True))]
+    flags = [p for p in parts if isinstance(p, (cst.Name, cst.Attribute))]
+    return bool(every_n) and len(every_n) + len(flags) == len(parts)
