@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .common import check_writable, load_trace
+from .common import check_writable, load_trace, model_link
 
 NAME = "export"
 HELP = "convert traces to Chrome Trace Event JSON for Perfetto"
@@ -21,10 +21,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def execute(args: argparse.Namespace) -> int:
     from ..outputs.chrome import export
+    from ..outputs.report import analyse
 
     runs = [load_trace(t) for t in args.traces]
     out = Path(args.output) if args.output else Path(args.traces[0]).with_suffix("").with_suffix(".chrome.json")
     check_writable(out)
-    export(runs, out)
+    analysed = [analyse(run, model_link(run, None, False)) for run in runs]
+    export(runs, out, findings=[f for f, _ in analysed], verdicts=[v for _, v in analysed])
     print(f"offload-prof: wrote {out} ({len(runs)} run(s)); open it at https://ui.perfetto.dev", file=sys.stderr)
     return 0

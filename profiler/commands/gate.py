@@ -20,7 +20,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="also gate a time on the baseline, e.g. copy:20%% or wall:5ms (repeatable)")
     p.add_argument("--allow-fewer", action="store_true", help="pass when copies went down (default: exact both ways)")
     p.add_argument("--update-baseline", action="store_true", help="write the run's baseline to --baseline and pass")
-    p.add_argument("--format", choices=("text", "github", "json"), default="text", help="output format (default: %(default)s)")
+    p.add_argument("--format", choices=("text", "github", "json"), default="text",
+                   help="output format (default: %(default)s); github also annotates the run's runtime findings")
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -44,5 +45,12 @@ def execute(args: argparse.Namespace) -> int:
     if (tolerances or (budget is not None and budget.times)) and base is None:
         raise ProfilerError("time tolerances compare with a baseline; pass --baseline")
     result = evaluate(checks_for(run, base, budget, tolerances, args.allow_fewer))
-    sys.stdout.write(render(result, args.format))
+    annotations: list[str] = []
+    if args.format == "github":
+        from ..analysis.detectors import detect
+        from ..outputs.gate import finding_annotations
+        from .common import model_link
+
+        annotations = finding_annotations(run, detect(run, link=model_link(run, None, False)))
+    sys.stdout.write(render(result, args.format, annotations))
     return result.exit_code

@@ -8,7 +8,9 @@ of the naive run was copies") always comes whole. On the NumPy backend
 copies are host memcpys, so where a link is modelled its copy time is a
 separate, labelled column and clause, never mixed into measured figures.
 The sentence and the clause are `profiler.outputs.report`'s, which the
-text mode of `tui` and `demo` prints too; this module lays them out.
+text mode of `tui` and `demo` prints too; this module lays them out. A
+last line gives each run's verdict (what bounded it, with its deciding
+figure) once the detectors have judged the runs.
 
 Built as rich `Text` (no Textual), so it is tested as plain text.
 """
@@ -93,4 +95,17 @@ def headline(session: Session, width: int) -> Text:
     if clause:
         # on its own line when the sentence and the clause do not fit together
         out.append("; " + clause if len(sentence) + 2 + len(clause) <= width else "\n" + clause, style="dim")
+    verdict = verdict_text(session)
+    out.append("\n" + (verdict if len(verdict) <= width else verdict[: max(width - 1, 0)] + "…"))
     return out
+
+
+def verdict_text(session: Session) -> str:
+    """`verdict: naive transfer-bound (copies 73%) · batched host-bound (idle 51%)`."""
+    if session.verdicts is None:
+        return "verdict: judging the run…" if len(session.traces) == 1 else "verdict: judging the runs…"
+    parts = []
+    for trace, v in zip(session.traces, session.verdicts):
+        name = f"{trace.name} " if session.paired else ""
+        parts.append(name + (v.short() if v is not None else "no device work"))
+    return "verdict: " + " · ".join(parts)

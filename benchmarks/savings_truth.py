@@ -1,0 +1,120 @@
+"""The replay's predicted savings against the truth, on the RAJAPerf suite: "keep it resident".
+
+Run: python benchmarks/savings_truth.py [--kernels Stream DAXPY ...] [--size-factor 0.25] [--reps 10] [--repeats 5]
+     (on a GPU: OFFLOAD_BACKEND=cupy python benchmarks/savings_truth.py ...)
+
+For each kernel, on the active backend:
+
+* **predicted**: the kernel's naive path (`run_once` with
+  `set_mode("naive")`, the region maps nothing, every launch copies) is
+  recorded with the profiler's `Recorder` (no fingerprints); the runtime
+  rules find its per-launch copies (OFF501), and the replay prices their
+  fix, all of them together (`keep_resident` of every OFF501 finding's
+  records: the copies, the syncs they forced, the per-launch allocations
+  and frees). `sum` is the findings' own expected savings added up;
+* **measured**: the same problem run unrecorded on both paths
+  (`offload_variant`, region entry and exit included, launches one by
+  one); the truth is the median naive time minus the median batched time.
+
+Each round records once and times each path once, so drift on a busy
+machine hits prediction and truth alike. Noise only ever adds time, so
+each figure is the least disturbed of `--repeats` rounds (as timeit
+advises): the fastest unrecorded time of each path, and the prediction
+from the recording with the shortest wall time.
+
+`error` is predicted/measured - 1; the target is within 25%. A table on
+stdout; nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from offload_core import get_backend, set_mode  # noqa: E402
+from offload_core.suite import select  # noqa: E402
+from offload_core.suite.timing import HostClock  # noqa: E402
+from offload_core.suite.variants import offload_variant, run_once  # noqa: E402
+from profiler.analysis.detectors import detect  # noqa: E402
+from profiler.analysis.replay import Timeline, keep_resident, saving  # noqa: E402
+from profiler.sources.recorder import Recorder  # noqa: E402
+
+TARGET = 0.25
+
+
+def predicted(bench, size_factor: float, reps: int) -> tuple[float, float, int, float]:  # type: ignore[no-untyped-def]
+    """(saving of keeping everything resident, sum of the OFF501 findings' savings, findings, trace wall), in ms."""
+    problem = bench.problem(size_factor)
+    set_mode("naive")
+    try:
+        with Recorder() as rec:
+            run_once(problem, reps)
+    finally:
+        set_mode("batched")
+    run = rec.run()
+    found = [f for f in detect(run) if f.code == "OFF501"]
+    timeline = Timeline.of(run)
+    union = keep_resident(run, [i for f in found for i in f.records])
+    together = saving(timeline, union) / 1e6
+    apart = sum(f.expected_saving_ns or 0 for f in found) / 1e6
+    return together, apart, len(found), run.meta.wall_ns / 1e6
+
+
+def timed(bench, size_factor: float, reps: int, mode: str) -> float:  # type: ignore[no-untyped-def]
+    """Total ms of one unrecorded run of the path `mode` (region entry and exit included)."""
+    problem = bench.problem(size_factor)
+    set_mode(mode)
+    try:
+        return offload_variant(problem, reps, HostClock(get_backend().synchronize), graphs=False).total_s * 1e3
+    finally:
+        set_mode("batched")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--kernels", nargs="*", default=None, help="kernel names or groups (default: all)")
+    p.add_argument("--size-factor", type=float, default=0.25)
+    p.add_argument("--reps", type=int, default=10, help="reps per run (default: %(default)s)")
+    p.add_argument("--repeats", type=int, default=7, help="rounds per kernel (the best counts; default: %(default)s)")
+    args = p.parse_args(argv)
+    be = get_backend()
+    print(f"# {time.strftime('%Y-%m-%d')}, Python {platform.python_version()}, NumPy {np.__version__}, "
+          f"backend {be.name} ({be.device}), {platform.machine()}: size factor {args.size_factor}, "
+          f"{args.reps} reps, best of {args.repeats}")
+    head = f"{'kernel':10s} {'size':>9s} {'naive ms':>9s} {'batched ms':>10s} {'measured':>9s} " \
+           f"{'predicted':>9s} {'sum':>8s} {'findings':>8s} {'error':>7s}  target"
+    print(head)
+    print("-" * len(head))
+    errors = []
+    for bench in select(args.kernels):
+        runs, naives, batcheds = [], [], []
+        for _ in range(args.repeats):
+            runs.append(predicted(bench, args.size_factor, args.reps))
+            naives.append(timed(bench, args.size_factor, args.reps, "naive"))
+            batcheds.append(timed(bench, args.size_factor, args.reps, "batched"))
+        best = min(runs, key=lambda r: r[3])
+        together, apart = best[0], best[1]
+        naive, batched = min(naives), min(batcheds)
+        truth = naive - batched
+        error = together / truth - 1 if truth > 0 else float("nan")
+        errors.append(abs(error))
+        ok = "ok" if abs(error) <= TARGET else "MISSED"
+        print(f"{bench.name:10s} {bench.problem(args.size_factor).size:9d} {naive:9.2f} {batched:10.2f} "
+              f"{truth:9.2f} {together:9.2f} {apart:8.2f} {runs[0][2]:8d} {100 * error:+6.1f}%  {ok}")
+    within = sum(e <= TARGET for e in errors)
+    print(f"\n{within} of {len(errors)} kernels within {100 * TARGET:.0f}% (median |error| "
+          f"{100 * statistics.median(errors):.1f}%); measured = fastest naive - fastest batched (unrecorded), "
+          "predicted = the replay's saving of keeping every OFF501 finding's buffers resident, on the naive trace")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
