@@ -22,7 +22,6 @@ from profiler.analysis.pinned import pinned_rate
 from profiler.model import Run
 from profiler.sources.cupti.convert import convert
 from profiler.sources.recorder import Recorder
-from profiler.trace.link import resolve
 
 from .cupti.captures import Builder
 from .kit import PROGRAMS, ROOT, record
@@ -261,11 +260,3 @@ def test_cupti_captures_replay_themselves() -> None:
         b.kernel(11)
         b.sync(12)
     assert_replays_itself(_cupti_run(b))
-
-
-def test_the_link_profile_is_the_default_pinned_rate() -> None:
-    pcie = resolve("pcie5-x16")
-    h = Hand()
-    h.copy("d2h", 0, 5_000, nbytes=10 << 20, pinned=False)
-    rate = pinned_rate(h.run(5_000), "d2h")
-    assert rate is not None and rate.gbps == pcie.d2h_pinned_gbps and rate.latency_ns == int(pcie.latency_us * 1e3)
