@@ -32,8 +32,9 @@ programs recorded: the trace's own time base, recording overhead
 included (offload_core's recorder costs a few microseconds per event on
 the host, which a host-bound program pays per launch and the replay
 counts as host work). A difference under 2% of the mistaken program's
-time is within this machine's noise and marked so. A table on stdout;
-nothing is asserted.
+time is within this machine's noise and marked so. It runs in the
+environment of `quiet_env.py` (one BLAS thread, freed memory kept) unless
+`--default-allocator` is given. A table on stdout; nothing is asserted.
 """
 
 from __future__ import annotations
@@ -49,6 +50,9 @@ from typing import Any, Callable
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import quiet_env  # noqa: E402
 
 from offload_core import In, InOut, Out, get_backend, kernel, offload, region  # noqa: E402
 from profiler.analysis.detectors import detect  # noqa: E402
@@ -267,7 +271,8 @@ def predicted(program: Program, run: Run) -> tuple[float, str]:
     loop = int(np.bincount(sites[sites >= 0]).argmax()) if (sites >= 0).any() else -1
     chosen = [i for i, s in zip(launches, sites.tolist()) if s == loop]
     judged = verdict(run)
-    return saving(Timeline.of(run), fuse(run, chosen)) / 1e6, f"fuse {len(chosen)} launches; {judged.kind if judged else '?'}"
+    kind = judged.kind if judged is not None else "?"
+    return saving(Timeline.of(run), fuse(run, chosen)) / 1e6, f"fuse {len(chosen)} launches; {kind}"
 
 
 def timed(fn: Callable[[bool, int], None], fixed: bool, n: int) -> float:
@@ -281,10 +286,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--lib", choices=("offload", "cupy", "torch"), default="offload")
     p.add_argument("--programs", nargs="*", default=[pr.name for pr in PROGRAMS])
     p.add_argument("--repeats", type=int, default=5, help="rounds (the fastest counts; default: %(default)s)")
+    p.add_argument("--default-allocator", action="store_true",
+                   help="measure with the C library's default allocator (see benchmarks/quiet_env.py)")
     args = p.parse_args(argv)
+    quiet_env.ensure(pooled=not args.default_allocator)
     where = get_backend().name if args.lib == "offload" else f"{args.lib} via CUPTI"
     print(f"# {time.strftime('%Y-%m-%d')}, Python {platform.python_version()}, NumPy {np.__version__}, "
-          f"{where}, {platform.machine()}: fastest of {args.repeats}")
+          f"{where}, {platform.machine()}: fastest of {args.repeats}; {quiet_env.describe()}")
     head = f"{'program':9s} {'mistake ms':>10s} {'fixed ms':>9s} {'measured':>9s} {'recorded':>9s} {'predicted':>9s} " \
            f"{'error':>7s}  {'target':6s}  from"
     print(head)

@@ -93,25 +93,27 @@ class Verdict:
         """Wall time per launch: how fast work was issued on average."""
         return self.wall_ns // self.launches if self.launches else None
 
+    def _pct(self, ns: int) -> str:
+        return f"{100 * self.share(ns):.0f}%"
+
     def evidence(self, cwd: str = "") -> str:
         """One sentence of figures for the verdict; call sites relative to `cwd` (the run's folder)."""
-        pct = lambda ns: f"{100 * self.share(ns):.0f}%"  # noqa: E731
         if self.kind == "device-bound":
-            return (f"kernels ran {pct(self.kernel_ns)} of the wall time ({self.launches:,} launches, "
+            return (f"kernels ran {self._pct(self.kernel_ns)} of the wall time ({self.launches:,} launches, "
                     f"{fmt_ns(self.mean_kernel_ns)} on average)")
         if self.kind == "transfer-bound":
-            return (f"copies ran {pct(self.copy_ns)} of the wall time with no kernel beside them "
+            return (f"copies ran {self._pct(self.copy_ns)} of the wall time with no kernel beside them "
                     f"({self.copies:,} copies, {fmt_bytes(self.copy_bytes)})")
         wanted = ("wait",) if self.kind == "sync-bound" else ("host", "start-up", "end")
         top = next((c for c in self.causes if c.reason in wanted), None)
         where = "" if top is None else "; most " + _cause_text(top, cwd)
         if self.kind == "sync-bound":
-            return (f"the device sat idle {pct(self.wait_idle_ns)} of the wall time after the host waited for it "
+            return (f"the device sat idle {self._pct(self.wait_idle_ns)} of the wall time after the host waited for it "
                     f"({self.syncs:,} syncs){where}")
         rate = "" if not self.launches else (
             f"; {self.launches:,} launches, one per {fmt_ns(self.launch_interval_ns)}, "
             f"kernels {fmt_ns(self.mean_kernel_ns)} on average")
-        return f"the device sat idle {pct(self.host_idle_ns)} of the wall time while the host worked{rate}{where}"
+        return f"the device sat idle {self._pct(self.host_idle_ns)} of the wall time while the host worked{rate}{where}"
 
     def short(self) -> str:
         """`host-bound (idle 87%)`: the verdict and its deciding figure, for a headline."""

@@ -184,7 +184,7 @@ def evaluate(checks: Sequence[Check]) -> GateResult:
 
 # ---------------------------------------------------------------- output
 def finding_annotations(run: Run, findings: Sequence[Finding]) -> list[str]:
-    """A GitHub annotation per runtime finding, on its line: `::warning file=..,title=OFF501: keep resident, saves ...`."""
+    """A GitHub annotation per runtime finding, on its line, titled with its fix and expected saving."""
     out = []
     for f in findings:
         site = f.site

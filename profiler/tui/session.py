@@ -125,7 +125,7 @@ def analyse_runs(runs: Sequence[Run], link: Link | None) -> Analysis:
 
 
 def detect_files(paths: Sequence[str], link: Link | None, conn: Any) -> None:
-    """Child-process entry: load the traces, run the detectors, send the findings and verdicts (or the error) down `conn`.
+    """Child-process entry: load the traces, analyse them, send findings and verdicts (or the error) down `conn`.
 
     A detector pass over 10^6 records holds the interpreter for seconds; in
     another process it leaves the TUI's keys and frames alone.

@@ -67,7 +67,7 @@ def keep_resident(run: Run, records: Iterable[int], action: str = "keep resident
         return {(scope(i), array[i], True), (scope(i), param[i], False)}
 
     def scoped(i: int) -> bool:
-        return launch[i] != NULL or region[i] != NULL
+        return bool(launch[i] != NULL or region[i] != NULL)
 
     uploads = {key for i in drop if kind[i] == _H2D and scoped(i) for key in both(i)}
     downloads = {key for i in drop if kind[i] == _D2H and scoped(i) for key in both(i)}
