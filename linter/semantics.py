@@ -24,6 +24,7 @@ import libcst as cst
 
 from .apis import Api, ApiIndex
 from .index import IndexedCall, ModuleIndex, Scope
+from .model import _dotted
 from .loops import LoopFacts
 from .values import DeviceValues
 from .kernels import KernelIndex, KernelParam, KernelSig, signature_of_def, signature_of_rawkernel
@@ -47,14 +48,6 @@ class Classified:
     @property
     def direction(self) -> str:
         return {"h2d": "host->device", "d2h": "device->host"}.get(self.kind, self.kind)
-
-
-def _dotted_text(expr: cst.BaseExpression | None) -> str:
-    if isinstance(expr, cst.Name):
-        return expr.value
-    if isinstance(expr, cst.Attribute):
-        return f"{_dotted_text(expr.value)}.{expr.attr.value}"
-    return ""
 
 
 def _arg(call: cst.Call, position: int | None, keyword: str | None) -> cst.BaseExpression | None:
@@ -172,7 +165,7 @@ class Semantics(LoopFacts, DeviceValues):
         data = _arg(call, api.arg if api.arg is not None else 0, None)
         kind = api.kind
         if api.direction_arg is not None:  # cudaMemcpy(..., cudaMemcpyKind.cudaMemcpyHostToDevice)
-            named = _dotted_text(_arg(call, api.direction_arg, "kind"))
+            named = _dotted(_arg(call, api.direction_arg, "kind"))
             if named.endswith("HostToDevice"):
                 kind = "h2d"
             elif named.endswith("DeviceToHost"):

@@ -166,12 +166,14 @@ class Context:
                 pending = []
 
     def finish(self) -> list[Finding]:
+        if not self.drafts:
+            return []
         out = []
         column = modelled_column(self.run.columns, self.link) if self.link is not None else None
         priced: list[int] | None = None if column is None else column.tolist()
-        timeline = None if not self.drafts else self.timeline if self.timeline is not None else Timeline.of(self.run)
-        base = replayed_wall(timeline) if timeline is not None else 0
-        intervals = Intervals(self.run) if self.drafts else None
+        timeline = self.timeline if self.timeline is not None else Timeline.of(self.run)
+        base = replayed_wall(timeline)
+        intervals = Intervals(self.run)
         wall = self.run.meta.wall_ns
         for d in self.drafts:
             rule = self.rules[d.code]
@@ -185,24 +187,22 @@ class Context:
             values.setdefault("bytes", fmt_bytes(d.nbytes))
             values["lost"] = lost_text(lost, modelled, self.link)
             values["static"] = ", ".join(rule.related) or "no static rule"
-            fix = d.fix(d.records) if d.fix is not None else hoist(d.records, FIX_ACTIONS.get(d.code, "avoid"))
-            assert timeline is not None and intervals is not None
+            fix = d.fix(d.records) if d.fix is not None else hoist(d.records, FIX_ACTIONS[d.code])
             expected = None if fix is None else max(base - replayed_wall(timeline, fix), 0)
-            changed = fix.records if fix is not None else d.records
-            severity = Materiality.of(d.code, self.option).severity(rule.severity, expected, wall,
-                                                                    intervals.count(changed))
+            repeats = intervals.count(fix.records if fix is not None else d.records)
+            severity = Materiality.of(d.code, self.option).severity(rule.severity, expected, wall, repeats)
             out.append(Finding(
                 code=rule.id, name=rule.name, severity=severity, message=rule.format(**values),
                 site=d.site, count=d.count, nbytes=d.nbytes, lost_ns=lost, modelled_lost_ns=modelled,
                 link=self.link.name if self.link is not None and modelled is not None else None,
                 related=rule.related, records=tuple(sorted(d.records)), expected_saving_ns=expected,
-                fix=fix.action if fix is not None else FIX_ACTIONS.get(d.code, ""), wall_ns=wall,
+                fix=fix.action if fix is not None else FIX_ACTIONS[d.code], wall_ns=wall,
             ))
         out.sort(key=rank)
         return out
 
 
-#: the fix each rule's message advises, where it only drops the claimed records
+#: the fix each rule's message advises, in a few words
 FIX_ACTIONS: dict[str, str] = {"OFF502": "upload once", "OFF506": "copy back once", "OFF501": "keep resident",
                                "OFF503": "keep resident", "OFF504": "page-lock", "OFF505": "pack",
                                "OFF507": "drop sync"}
