@@ -17,6 +17,7 @@ import pytest
 from offload_core.suite import run_suite
 from profiler.analysis.replay import (Fix, Timeline, drop_syncs, fuse, hoist, keep_resident, pack, page_lock, replay,
                                       replayed_wall, saving)
+from profiler.analysis.replay.schedule import ALL
 from profiler.analysis.replay.timeline import DEVICE, ENGINE_NAMES
 from profiler.analysis.pinned import pinned_rate
 from profiler.model import Run
@@ -157,7 +158,8 @@ def test_the_machinery_of_one_launch_goes_with_its_records() -> None:
     assert tl.joined[up] and not tl.joined[4]
     assert saving(tl, hoist([up])) == 190 * US, "the copy and the 90 µs that prepared it"
     assert saving(tl, hoist([4])) == 50 * US, "the program's own work before another call stays"
-    assert saving(tl, Fix("no host", hostless=frozenset({4}))) == 495 * US
+    assert saving(tl, Fix("no host", host_cut={4: ALL})) == 495 * US
+    assert saving(tl, Fix("less host", host_cut={4: 100 * US})) == 100 * US
 
 
 # ------------------------------------------------------------------ the fixes
@@ -174,6 +176,44 @@ def test_keep_resident_drops_the_per_launch_allocations_and_frees_too(tmp_path: 
     tl = Timeline.of(run)
     dropped = sum(run.records[i].duration_ns for i in fix.drop)
     assert saving(tl, fix) >= dropped, "at least the records' own time, and their launches' machinery"
+
+
+def test_a_region_call_that_no_longer_happens_takes_its_least_machinery_with_it() -> None:
+    h = Hand(backend="numpy")
+    t = 0.0
+    downs, syncs = [], []
+    for n in range(5):
+        h.kernel(t, 100, launch=n, region=1)
+        gap = 50 + 10 * n  # offload_core's update_host work, plus the program's own, before the download
+        downs.append(h.copy("d2h", t + 100 + gap, 20, line=20, region=1))
+        syncs.append(h.add("sync", t + 120 + gap, 1, 20, region=1))
+        t += 200 + gap
+    run = h.run(t)
+    tl = assert_replays_itself(run)
+    assert tl.joined[syncs[0]] and not tl.joined[downs[0]]
+    fix = keep_resident(run, downs[:4] + syncs[:4], "copy back once")
+    assert fix.host_cut == {d: 50 * US for d in downs[:4]}, "the least time ever seen before update_host"
+    assert saving(tl, fix) == 4 * (20 + 1 + 50) * US
+
+
+def test_a_region_entered_in_a_loop_and_hoisted_is_not_entered_again() -> None:
+    h = Hand(backend="numpy")
+    t = 0.0
+    for n in range(3):
+        h.add("region_enter", t + 30, 1, 15, region=n)
+        h.add("alloc", t + 31, 1, 15, region=n, array=0xB000, nbytes=8)
+        up = h.copy("h2d", t + 32, 100, line=15, region=n, array=0xB000)
+        h.kernel(t + 140, 50, launch=n, region=n)
+        h.add("free", t + 200, 1, 15, region=n, array=0xB000, nbytes=8)
+        h.add("region_exit", t + 200, 2, 15, region=n)
+        t += 202
+    run = h.run(t)
+    tl = assert_replays_itself(run)
+    ups = [i for i, r in enumerate(run.records) if r.kind == "h2d"]
+    fix = keep_resident(run, ups[1:], "upload once")
+    kinds = sorted(run.records[i].kind for i in fix.drop)
+    assert kinds == sorted(["region_enter", "alloc", "h2d", "free", "region_exit"] * 2)
+    assert up == ups[-1] and saving(tl, fix) > 2 * 100 * US
 
 
 def test_page_lock_prices_copies_at_the_runs_own_pinned_rate() -> None:
@@ -219,7 +259,7 @@ def test_fuse_merges_launches_and_the_host_work_between_them() -> None:
     run = h.run(1_000)
     tl = Timeline.of(run)
     fix = fuse(run, ks)
-    assert fix.durations == {ks[0]: 50 * US} and fix.drop == fix.hostless == frozenset(ks[1:])
+    assert fix.durations == {ks[0]: 50 * US} and fix.drop == frozenset(ks[1:]) == frozenset(fix.host_cut)
     assert replayed_wall(tl, fix) == (50 + 95) * US, "one 50 µs kernel, then what the run did after its last launch"
 
 

@@ -75,5 +75,5 @@ def write_back_never_read(ctx: Context) -> None:
         ctx.add(Draft(
             "OFF506", site, len(idxs), sum(records[i].nbytes for i in idxs),
             {"arrays": names(records[i].param for i in idxs)},
-            sorted(idxs),
+            sorted(idxs), fix=lambda claimed: keep_resident(ctx.run, claimed, "copy back once"),
         ))

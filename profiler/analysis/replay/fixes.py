@@ -6,7 +6,10 @@ records that no longer happen or happen differently:
 * `keep_resident`: a region keeps the buffer on the device, so the
   per-launch copies go, and with them the device allocation and free each
   launch made for it (the region allocates once) and the syncs the wasted
-  downloads forced;
+  downloads forced; a region call (entry, exit, `update_host`) none of
+  whose records happen any more is not made at all, and takes with it the
+  least host time ever seen before such a call at its line (offload_core's
+  own work for the call; the rest of the time before it is the program's);
 * `hoist`: a copy made once instead of N times (the first one stays);
 * `page_lock`: the copies still happen, at the pinned rate
   (`profiler.analysis.pinned`);
@@ -30,10 +33,11 @@ from ...trace.columns import NULL
 from ...trace.model import Run
 from ...trace.records import KINDS
 from ..pinned import PinnedRate
-from .schedule import Fix
+from .schedule import ALL, Fix
 from .timeline import HOST_EXECUTED
 
-_ALLOC, _FREE, _H2D, _D2H, _SYNC = (KINDS.index(k) for k in ("alloc", "free", "h2d", "d2h", "sync"))
+_ALLOC, _FREE, _H2D, _D2H, _SYNC, _ENTER, _EXIT = (
+    KINDS.index(k) for k in ("alloc", "free", "h2d", "d2h", "sync", "region_enter", "region_exit"))
 
 
 def hoist(records: Iterable[int], action: str = "upload once") -> Fix:
@@ -79,9 +83,60 @@ def keep_resident(run: Run, records: Iterable[int], action: str = "keep resident
             in_region = launch[i] == NULL
             if key in uploads and (k == _ALLOC or in_region):
                 drop.add(i)
-            elif k == _FREE and key in downloads:
+            elif k == _FREE and key in downloads and not in_region:
                 drop.add(i)
-    return Fix(action, frozenset(drop))
+    _drop_idle_regions(run, drop)
+    return Fix(action, frozenset(drop), host_cut=_call_machinery(run, drop))
+
+
+def _drop_idle_regions(run: Run, drop: set[int]) -> None:
+    """Add the entry and exit records of regions whose every copy, allocation, free and sync is dropped."""
+    c = run.columns
+    kind, launch, region = c.kind.tolist(), c.launch.tolist(), c.region.tolist()
+    work: dict[int, bool] = {}  # region -> whether any of its own records still happens
+    for i, k in enumerate(kind):
+        if launch[i] == NULL and region[i] != NULL and k not in (_ENTER, _EXIT):
+            work[region[i]] = work.get(region[i], False) or i not in drop
+    idle = {r for r, busy in work.items() if not busy}
+    drop.update(i for i, k in enumerate(kind) if k in (_ENTER, _EXIT) and region[i] in idle and launch[i] == NULL)
+
+
+def _call_machinery(run: Run, drop: set[int]) -> dict[int, int]:
+    """First record of each region call that no longer happens -> the least host time seen before a call like it.
+
+    A region call is a run of consecutive records of one region (no launch
+    index) at one line: its entry, its exit, an `update_host`.
+    """
+    c = run.columns
+    n = len(c)
+    if n == 0:
+        return {}
+    launch, region, site, kind = c.launch.tolist(), c.region.tolist(), c.site.tolist(), c.kind.tolist()
+    digested = c.fingerprint.tolist()
+    start = c.start_ns.tolist()
+    end = (c.start_ns + c.duration_ns).tolist()
+    calls: list[list[int]] = []
+    for i in range(n):
+        if launch[i] != NULL or region[i] == NULL:
+            continue
+        last = calls[-1][-1] if calls else -2
+        if last == i - 1 and region[last] == region[i] and site[last] == site[i]:
+            calls[-1].append(i)
+        else:
+            calls.append([i])
+    reached = 0
+    before = [0] * n  # host time between what came before and each record, as recorded
+    for i in range(n):
+        # after a copy recorded with a fingerprint, the time is the recorder's digest: none of it is the call's
+        after_digest = i > 0 and kind[i - 1] in (_H2D, _D2H) and digested[i - 1] >= 0
+        before[i] = 0 if after_digest else max(start[i] - reached, 0)
+        reached = max(reached, end[i])
+    least: dict[tuple[int, tuple[int, ...]], int] = {}
+    for call in calls:
+        shape = (site[call[0]], tuple(kind[i] for i in call))
+        least[shape] = min(least.get(shape, before[call[0]]), before[call[0]])
+    return {call[0]: least[(site[call[0]], tuple(kind[i] for i in call))]
+            for call in calls if all(i in drop for i in call)}
 
 
 def page_lock(run: Run, copies: Sequence[int], rate: PinnedRate | None) -> Fix | None:
@@ -117,7 +172,8 @@ def fuse(run: Run, launches: Sequence[int]) -> Fix:
         return Fix("fuse launches")
     c = run.columns
     rest = frozenset(launches[1:])
-    return Fix("fuse launches", rest, {launches[0]: int(c.duration_ns[list(launches)].sum())}, hostless=rest)
+    return Fix("fuse launches", rest, {launches[0]: int(c.duration_ns[list(launches)].sum())},
+               host_cut={i: ALL for i in rest})
 
 
 def pack(run: Run, runs: Sequence[Sequence[int]]) -> Fix:

@@ -32,31 +32,34 @@ class Fix:
     hoisted, syncs no longer made). `durations`: records that still happen
     but take this long (a copy from page-locked memory, several small
     copies packed into one). `nonblocking`: copies the host no longer
-    waits for (the sync that made it wait is gone). `hostless`: records
-    whose preceding host work goes too, because it was the cost of issuing
-    them (launches fused into one). `action` names the advice in a few
-    words ("keep resident", "page-lock", ...).
+    waits for (the sync that made it wait is gone). `host_cut`: how much
+    of the host work before a record goes too, because it was the cost of
+    issuing what no longer happens (`ALL`: all of it, as for launches fused
+    into one). `action` names the advice in a few words ("keep resident",
+    "page-lock", ...).
     """
 
     action: str
     drop: frozenset[int] = frozenset()
     durations: Mapping[int, int] = field(default_factory=dict)
     nonblocking: frozenset[int] = frozenset()
-    hostless: frozenset[int] = frozenset()
+    host_cut: Mapping[int, int] = field(default_factory=dict)
 
     @property
     def records(self) -> frozenset[int]:
         """Every record the fix changes."""
-        return self.drop | frozenset(self.durations) | self.nonblocking | self.hostless
+        return self.drop | frozenset(self.durations) | self.nonblocking | frozenset(self.host_cut)
 
     def __or__(self, other: Fix) -> Fix:
         """Both fixes applied (a dropped record stays dropped)."""
         action = self.action if self.action == other.action else f"{self.action} + {other.action}"
         return Fix(action, self.drop | other.drop, {**self.durations, **other.durations},
-                   self.nonblocking | other.nonblocking, self.hostless | other.hostless)
+                   self.nonblocking | other.nonblocking, {**self.host_cut, **other.host_cut})
 
 
 NO_FIX = Fix("none")
+#: a `host_cut` that takes all the host work before a record
+ALL = 1 << 62
 
 
 @dataclass(frozen=True)
@@ -93,14 +96,15 @@ def _replay(t: Timeline, fix: Fix, starts: list[int] | None, ends: list[int] | N
     role, duration, gap, offset = t.role, t.duration, t.gap, t.offset
     device_gap, lane, stream, blocking = t.device_gap, t.lane, t.stream, t.blocking
     waits, cost, joined = t.waits, t.cost, t.joined
-    drop, durations, nonblocking, hostless = fix.drop, fix.durations, fix.nonblocking, fix.hostless
+    drop, durations, nonblocking, host_cut = fix.drop, fix.durations, fix.nonblocking, fix.host_cut
     lane_end = [NEVER] * len(t.lane_engine)
     stream_end = [NEVER] * t.streams
     f = 0
     for i in range(len(role)):
         r = role[i]
-        if i not in hostless and (not joined[i] or i not in drop):
-            f += gap[i]
+        if not joined[i] or i not in drop:
+            cut = host_cut.get(i, 0) if host_cut else 0
+            f += gap[i] - cut if gap[i] > cut else 0
         if i in drop:
             if starts is not None and ends is not None:
                 starts[i] = ends[i] = f
