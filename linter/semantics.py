@@ -106,6 +106,10 @@ class Semantics(LoopFacts, DeviceValues):
             return f"{base}.{expr.attr.value}" if base is not None and not base.startswith("builtins.") else None
         return None
 
+    def name_of(self, node: cst.Name) -> str:
+        """The variable a Name node is: its text, or `y@N` inside the comprehension that binds `y`."""
+        return self.idx.renamed.get(id(node), node.value)
+
     def assignments(self, name: str, scope: Scope) -> list[tuple[str, cst.CSTNode | None]]:
         """The bindings of `name` visible from `scope` (its own, else the nearest enclosing one's)."""
         s: Scope | None = scope

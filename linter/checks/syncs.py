@@ -32,6 +32,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..context import FileContext
+from ..loops import walk
 from ..model import IndexedCall, Loop, Unpack
 from ..uses import UseFinder
 from .registry import check
@@ -48,10 +49,14 @@ READ_METHODS = frozenset({"item", "tolist"})  # for tensors that may be on the d
 def syncs(ctx: FileContext) -> None:
     sem = ctx.sem
     conversions = frozenset(ctx.options("OFF104").get("conversions", ()))
+    formatted: set[int] = set()  # statements already searched for formatted device values
     for site in ctx.index.calls:
         loop = site.loop
         if loop is None:
             continue
+        if ctx.enabled("OFF301") and site.small is not None and id(site.small) not in formatted:
+            formatted.add(id(site.small))
+            _formatted_reads(ctx, site, loop)
         read = _read(ctx, site, conversions)
         if read is not None:
             _judge_read(ctx, site, loop, *read)
@@ -139,7 +144,7 @@ def _element_source(ctx: FileContext, site: IndexedCall, loop: Loop, value: cst.
         return None
     if not isinstance(node, cst.Name):
         return None
-    for how, bound in sem.assignments(node.value, site.scope):
+    for how, bound in sem.assignments(sem.name_of(node), site.scope):
         if how != "for" or not isinstance(bound, Unpack) or not _iterates(loop, bound.source):
             continue
         source = _iterated_array(ctx, site, bound)
@@ -161,12 +166,16 @@ def _iterated_array(ctx: FileContext, site: IndexedCall, bound: Unpack) -> str |
     sem = ctx.sem
     source = bound.source
     index = list(bound.index)
-    if isinstance(source, cst.Call) and isinstance(source.func, cst.Name) and sem.qualify(source.func) in (
-            "builtins.zip", "builtins.enumerate"):
+    while isinstance(source, cst.Call) and isinstance(source.func, cst.Name) and sem.qualify(source.func) in (
+            "builtins.zip", "builtins.enumerate", "builtins.reversed", "builtins.list", "builtins.tuple"):
         args = [a.value for a in source.args if a.keyword is None and not a.star]
-        if source.func.value == "zip" and index and index[0] < len(args):
-            source = args[index[0]]
-        elif source.func.value == "enumerate" and index and index[0] == 1 and args:
+        if not args:
+            return None
+        if source.func.value == "zip" and index and 0 <= index[0] < len(args):
+            source, index = args[index[0]], index[1:]
+        elif source.func.value == "enumerate" and index and index[0] == 1:
+            source, index = args[0], index[1:]
+        elif source.func.value in ("reversed", "list", "tuple"):
             source = args[0]
         else:
             return None
@@ -201,3 +210,41 @@ def _measures_time(ctx: FileContext, loop: Loop) -> bool:
     return False
 
 
+
+
+def _formatted_reads(ctx: FileContext, site: IndexedCall, loop: Loop) -> None:
+    """`print(f"{loss:.3f}")`, `"%g" % loss`, `"{}".format(loss)` in a loop: formatting a device value reads it.
+
+    The tensor's `__format__` copies it to the host and waits for the device,
+    as `.item()` does; in a string it is on its way to a log, so it is judged
+    as a metric read (OFF301). Only values surely on the device are reported.
+    """
+    sem = ctx.sem
+    if site.small is None or sem.rare_branch(site, loop) or sem.amortised(site, loop, ctx.index.loops):
+        return
+    for node in walk(site.small):
+        values: list[cst.BaseExpression] = []
+        if isinstance(node, cst.FormattedStringExpression):
+            values = [node.expression]
+        elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo) and _is_text(node.left):
+            right = node.right
+            values = [e.value for e in right.elements] if isinstance(right, cst.Tuple) else [right]
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "format" \
+                and _is_text(node.func.value):
+            values = [a.value for a in node.args]
+        for value in values:
+            if isinstance(value, cst.StarredElement):
+                value = value.value
+            lib = sem.device_lib(value, site.scope)
+            if lib is not None and not (isinstance(value, cst.Call) and sem.classify(value, site.scope) is not None):
+                ctx.report("OFF301", value, api=f"formatting a {lib} device value ({ctx.code(value)})",
+                           loop_line=ctx.line(loop.node))
+
+
+def _is_text(node: cst.BaseExpression) -> bool:
+    """A string literal, or arithmetic on one (`"%11s" * 2 + "%g"`)."""
+    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+        return True
+    if isinstance(node, cst.BinaryOperation):
+        return _is_text(node.left) or _is_text(node.right)
+    return False
