@@ -36,7 +36,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="compare a run with a baseline of another command, mode or backend")
     p.add_argument("--allow-empty", action="store_true",
                    help="accept a trace of no records, or a gate with nothing to check (default: refused, exit 2)")
-    p.add_argument("--format", choices=("text", "github", "json"), default="text", help="output format (default: %(default)s)")
+    p.add_argument("--format", choices=("text", "github", "json"), default="text",
+                   help="output format (default: %(default)s); github also annotates the run's runtime findings")
     p.epilog = ("Make the baseline once with --update-baseline (commit it), then gate later runs against it. "
                 "Exit 2 also for a failed target, a baseline of another command, mode or backend, or nothing to "
                 "check; the --allow-* options accept those.")
@@ -87,8 +88,15 @@ def execute(args: argparse.Namespace) -> int:
     if result.checks == 0 and not args.allow_empty:
         raise ProfilerError("nothing to check: neither the run nor the baseline has copies, and no budget limit "
                             "applies; pass --allow-empty to accept that")
+    annotations: list[str] = []
+    if args.format == "github":
+        from ..analysis.detectors import detect
+        from ..outputs.gate import finding_annotations
+        from .common import model_link
+
+        annotations = finding_annotations(run, detect(run, link=model_link(run, None, False)))
     try:
-        write_stdout(render(result, args.format))
+        write_stdout(render(result, args.format, annotations))
     except BrokenPipeError:  # the verdict stands whoever stopped reading it
         abandon_stdout()
     return result.exit_code
