@@ -99,11 +99,16 @@ class Bus:
 
         def unsubscribe() -> None:
             self.flush()
-            self._drop(fn)
+            self.drop(fn)
 
         return unsubscribe
 
-    def _drop(self, fn: Subscriber) -> None:
+    def drop(self, fn: Subscriber) -> None:
+        """Stop calling `fn` at once, delivering nothing still queued (`unsubscribe` delivers it first).
+
+        For a forked child that inherited its parent's subscriber: what is
+        queued is the parent's, and its device timings cannot be read here.
+        """
         self.subscribers = tuple(s for s in self.subscribers if s is not fn)
         self.fingerprinting = tuple(s for s in self.fingerprinting if s is not fn)
 
@@ -156,7 +161,7 @@ class Bus:
             try:
                 fn(event)
             except Exception as exc:  # a broken observer must not break the computation
-                self._drop(fn)
+                self.drop(fn)
                 warnings.warn(
                     f"offload_core.events: subscriber {getattr(fn, '__qualname__', fn)!r} raised "
                     f"{type(exc).__name__}: {exc}; it has been unsubscribed",
@@ -181,6 +186,10 @@ def _fields(event: Event) -> dict[str, object]:
 
 
 BUS = Bus()
+if hasattr(os, "register_at_fork"):
+    # A forked child starts with its parent's queue: events whose device timings
+    # belong to the parent's device context, and which the parent delivers itself.
+    os.register_at_fork(after_in_child=BUS._pending.clear)
 
 
 def subscribe(fn: Subscriber, *, fingerprints: bool = False) -> Callable[[], None]:

@@ -36,6 +36,7 @@ class Recorder:
         #: the raw events, exactly as the bus delivered them
         self.raw: list[events.Event] = []
         self._unsubscribe: Callable[[], None] | None = None
+        self._fn: Callable[[events.Event], None] = self.raw.append  # the very function the bus holds
         self._t0 = 0
         self._t1 = 0
         self._started_at = ""
@@ -55,8 +56,19 @@ class Recorder:
         self._started_at = started_now()
         self._t0 = time.perf_counter_ns()
         self._t1 = 0
-        self._unsubscribe = events.subscribe(self.raw.append, fingerprints=self.fingerprints)
+        self._fn = self.raw.append
+        self._unsubscribe = events.subscribe(self._fn, fingerprints=self.fingerprints)
         return self
+
+    def origin_ns(self) -> int:
+        """The `perf_counter_ns` value the run's times count from (its start)."""
+        return self._t0
+
+    def detach(self) -> None:
+        """Stop recording at once, delivering nothing queued: in a forked child, whose recorder this is not."""
+        if self._unsubscribe is not None:
+            events.BUS.drop(self._fn)
+            self._unsubscribe = None
 
     def stop(self) -> None:
         """Stop recording; events still waiting for device timings are delivered first."""

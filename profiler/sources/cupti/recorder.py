@@ -11,6 +11,7 @@ error a callback swallowed (a callback may not raise into CUPTI).
 
 from __future__ import annotations
 
+import time
 from importlib import metadata
 from types import TracebackType
 from typing import Sequence
@@ -36,6 +37,7 @@ class CuptiRecorder:
         self._converted: Converted | None = None
         self._started_at = ""
         self._mode = "batched"
+        self._origin = 0
 
     @property
     def active(self) -> bool:
@@ -51,9 +53,20 @@ class CuptiRecorder:
         self._mode = get_mode()
         self._capture = self._converted = None
         self._started_at = started_now()
-        self._tracer = Tracer(cupti, fingerprints=self.fingerprints).start()
+        self._tracer = tracer = Tracer(cupti, fingerprints=self.fingerprints).start()
         self._stopped = False
+        # CUPTI's clock against the host's perf_counter: the run's start on the clock other processes share
+        clock = getattr(tracer.native, "timestamp", None) or cupti.get_timestamp
+        cupti_now, host_now = int(clock()), time.perf_counter_ns()
+        self._origin = tracer.t0 - (cupti_now - host_now)
         return self
+
+    def origin_ns(self) -> int:
+        """The `perf_counter_ns` value the run's times count from (CUPTI's start of the recording)."""
+        return self._origin
+
+    def detach(self) -> None:
+        """In a forked child: nothing to drop (CUPTI does not follow a fork)."""
 
     def stop(self) -> None:
         """End the recording; its records are decoded when first asked for (`capture`, `run`)."""

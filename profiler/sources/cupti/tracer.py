@@ -116,6 +116,11 @@ class Tracer:
         self._late: dict[int, str] = {}  # fingerprints, taken on exit once the bytes are final
         self._errors: list[str] = []
 
+    @property
+    def t0(self) -> int:
+        """CUPTI's clock when the recording started (the capture's time zero)."""
+        return self._t0
+
     def error(self, where: str, exc: BaseException) -> None:
         if len(self._errors) < 5:
             self._errors.append(f"{where}: {type(exc).__name__}: {exc}")
