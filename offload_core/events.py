@@ -90,6 +90,11 @@ class Bus:
         self.launch_ids = itertools.count()
         self.regions = 0
 
+    @property
+    def queued(self) -> int:
+        """How many events wait for device timings (always 0 on a host-clock backend)."""
+        return len(self._pending)
+
     def subscribe(self, fn: Subscriber, fingerprints: bool = False) -> Callable[[], None]:
         if not callable(fn):
             raise TypeError(f"subscribe() takes a callable, got {type(fn).__name__}")

@@ -283,10 +283,18 @@ def _launch_planned(be: Backend, k: Kernel, plan: Plan, args: tuple[Any, ...], s
     try:
         if BUS.subscribers:
             region_id = scope.regions[-1] if scope is not None else None
-            trace = _Trace(be, k.name, index, callsite(3), get_mode(), region_id)
-            mark = trace.mark()
-            be.launch(k, dev_args)
-            trace.device("launch", mark)
+            timer = be.timer
+            if timer is None:  # a host-clock backend: the launch's own interval
+                trace = _Trace(be, k.name, index, callsite(3), get_mode(), region_id)
+                mark = trace.mark()
+                be.launch(k, dev_args)
+                trace.device("launch", mark)
+            else:  # a device: sampled, no device event for most launches (launchtiming)
+                site = callsite(3)
+                token = timer.start(k.name)
+                issued = perf_counter_ns()
+                be.launch(k, dev_args)
+                timer.finish(k.name, token, issued, index, site, get_mode(), region_id)
         else:
             be.launch(k, dev_args)
     except BaseException as exc:
@@ -476,9 +484,16 @@ def _run_traced(
                 temps[-1] = (i, ptr, pinned)
                 trace.device("h2d", mark, v.nbytes, pinned, name, ptr, fingerprint(v) if fingerprints else None)
         launched = True
-        mark = trace.mark()
-        be.launch(k, dev_args)
-        trace.device("launch", mark)
+        timer = be.timer
+        if timer is None:
+            mark = trace.mark()
+            be.launch(k, dev_args)
+            trace.device("launch", mark)
+        else:
+            token = timer.start(k.name)
+            issued = perf_counter_ns()
+            be.launch(k, dev_args)
+            timer.finish(k.name, token, issued, index, site, mode, region)
         downloaded = False
         for i, ptr, pinned in temps:
             if params[i].copies_back:

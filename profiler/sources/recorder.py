@@ -6,6 +6,9 @@ launch (see `benchmarks/profiler_overhead.py`). Everything else, relative
 times, interned call sites with their source text, the metadata, happens
 once in `run()`, after the program has finished.
 
+On a GPU most launches get a device time estimated from sampled ones
+(`offload_core.launchtiming`); the run's `meta.estimated` then says so.
+
 Content fingerprints (`fingerprints=True`) let the detectors tell a
 re-upload of unchanged data from an upload of new data, but offload_core
 computes them with a pass over every copied byte, so they are opt-in:
@@ -28,6 +31,10 @@ from ..trace.records import Link, Outcome, Record, Site
 from .meta import recorded_meta, started_now
 
 
+#: what a GPU backend's sampled launch timing estimates (`offload_core.launchtiming`), as `Meta.estimated` says it
+ESTIMATED_LAUNCH_TIMES = ("launch.start_ns", "launch.duration_ns")
+
+
 class Recorder:
     """Record every offload_core event between `start()` and `stop()` (or inside `with`)."""
 
@@ -42,6 +49,8 @@ class Recorder:
         self._started_at = ""
         self._backend = ("", "")
         self._mode = ""
+        self._estimates = 0  # the backend's count of estimated launch times at start()
+        self._estimated = 0  # launches given an estimated device time while recording
 
     @property
     def active(self) -> bool:
@@ -53,6 +62,8 @@ class Recorder:
         be = get_backend()
         self._backend = (be.name, be.device)
         self._mode = get_mode()
+        self._estimates = be.timer.estimates if be.timer is not None else 0
+        self._estimated = 0
         self._started_at = started_now()
         self._t0 = time.perf_counter_ns()
         self._t1 = 0
@@ -84,6 +95,8 @@ class Recorder:
         except Exception:  # a backend the program broke must not lose the trace
             return
         self._backend = (be.name, be.device)
+        if be.timer is not None:
+            self._estimated = max(be.timer.estimates - self._estimates, 0)
 
     def notes(self) -> list[str]:
         """Nothing to add: every event offload_core emits fits the trace model."""
@@ -117,7 +130,8 @@ class Recorder:
         )
         meta = recorded_meta(backend=self._backend[0], device=self._backend[1], mode=self._mode,
                              started_at=self._started_at, wall_ns=end - t0, fingerprints=self.fingerprints,
-                             command=command, argv=argv, outcome=outcome, exit_code=exit_code, link=link)
+                             command=command, argv=argv, outcome=outcome, exit_code=exit_code, link=link,
+                             estimated=ESTIMATED_LAUNCH_TIMES if self._estimated else ())
         return Run(meta, records)
 
 
