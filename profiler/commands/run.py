@@ -40,7 +40,7 @@ _VALUE_OPTIONS = {"-o", "--output", "--mode", "--link", "--source"}
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.usage = ("offload-prof run [--source offload|cupti] [--mode naive|batched|both] [-o PATH] [--no-fingerprints] "
-               "(-- script.py | -m module) [ARGS ...]")
+               "[--every-launch] (-- script.py | -m module) [ARGS ...]")
     p.add_argument("--source", choices=("offload", "cupti"), default="offload",
                    help="offload: offload_core's events (any backend); cupti: every CUDA copy, memset, kernel and "
                         "sync of the process via CUPTI, plain CuPy/PyTorch/Numba included (NVIDIA GPU and the "
@@ -51,6 +51,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="trace file (default: %(default)s; with --mode both NAME.naive.json and NAME.batched.json)")
     p.add_argument("--no-fingerprints", dest="fingerprints", action="store_false",
                    help="do not digest copied bytes (faster; OFF502/OFF503 then cannot run)")
+    p.add_argument("--every-launch", action="store_true",
+                   help="time every launch with its own device events (offload_core on a GPU) and take every "
+                        "launch's call site (CUPTI); by default both are sampled, which costs far less")
     p.add_argument("--link", help="link profile to store with the trace (default: this machine's calibration)")
     p.epilog = "The target runs in this process with its own argv, sys.path[0] and __main__."
 
@@ -76,6 +79,9 @@ def _run_here(args: argparse.Namespace, target: Target, output: Path) -> int:
     from ..trace.link import calibrated, resolve
 
     cupti = getattr(args, "source", "offload") == "cupti"
+    every_launch = getattr(args, "every_launch", False)
+    if every_launch:  # read by offload_core's GPU backend when it starts, here and in every child
+        os.environ["OFFLOAD_LAUNCH_TIMING"] = "exact"
     try:
         if args.mode:
             os.environ["OFFLOAD_MODE"] = args.mode
@@ -90,10 +96,10 @@ def _run_here(args: argparse.Namespace, target: Target, output: Path) -> int:
     if cupti:
         from ..sources.cupti import CuptiRecorder
 
-        recorder = CuptiRecorder(fingerprints=args.fingerprints).start()
+        recorder = CuptiRecorder(fingerprints=args.fingerprints, launch_sites="all" if every_launch else "sampled").start()
     else:
         recorder = Recorder(fingerprints=args.fingerprints).start()
-    children = ChildRecording("cupti" if cupti else "offload", args.fingerprints)
+    children = ChildRecording("cupti" if cupti else "offload", args.fingerprints, every_launch)
     finished: list[Ending] = []
 
     def finish(outcome: Ending, hard_exit: int | None = None) -> None:
@@ -179,6 +185,8 @@ def _run_both(args: argparse.Namespace, target: Target, output: Path) -> int:
         cmd = [sys.executable, "-m", "profiler", "run", "--source", args.source, "--mode", mode, "-o", str(path)]
         if not args.fingerprints:
             cmd.append("--no-fingerprints")
+        if getattr(args, "every_launch", False):
+            cmd.append("--every-launch")
         if args.link:
             cmd += ["--link", args.link]
         print(f"offload-prof: running the {mode} path in a fresh process ...", file=sys.stderr, flush=True)

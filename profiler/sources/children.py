@@ -82,17 +82,20 @@ class Settings:
     source: Source
     fingerprints: bool
     root: str
+    #: every launch's call site (CUPTI) rather than a sample (`run --every-launch`)
+    every_launch: bool = False
 
     def encode(self) -> str:
         return json.dumps({"folder": self.folder, "source": self.source, "fingerprints": self.fingerprints,
-                           "root": self.root})
+                           "root": self.root, "every_launch": self.every_launch})
 
     @classmethod
     def decode(cls, text: str) -> Settings:
         data = json.loads(text)
         if data.get("source") not in ("offload", "cupti"):
             raise ValueError(f"unknown source {data.get('source')!r}")
-        return cls(str(data["folder"]), data["source"], bool(data["fingerprints"]), str(data["root"]))
+        return cls(str(data["folder"]), data["source"], bool(data["fingerprints"]), str(data["root"]),
+                   bool(data.get("every_launch", False)))
 
 
 # ------------------------------------------------------------------ what a child records
@@ -155,7 +158,8 @@ class CuptiPart:
     def __init__(self, settings: Settings, start: Literal["fork", "exec"]) -> None:
         from .cupti import CuptiRecorder
 
-        self.recorder = CuptiRecorder(fingerprints=settings.fingerprints).start()
+        self.recorder = CuptiRecorder(fingerprints=settings.fingerprints,
+                                      launch_sites="all" if settings.every_launch else "sampled").start()
         self.writer = PartWriter(settings.folder, lambda: _hello(start))
         self.writer.write("records", [])  # the part exists from now on, so a child that dies is known
         self.lock = threading.Lock()
@@ -589,9 +593,10 @@ class ChildRecording:
     children wrote.
     """
 
-    def __init__(self, source: Source, fingerprints: bool) -> None:
+    def __init__(self, source: Source, fingerprints: bool, every_launch: bool = False) -> None:
         self.source: Source = source
         self.fingerprints = fingerprints
+        self.every_launch = every_launch
         self.folder: Path | None = None
         self._saved: dict[str, str | None] = {}
         self.started_ns = 0
@@ -601,7 +606,7 @@ class ChildRecording:
 
         self.folder = Path(tempfile.mkdtemp(prefix="offload-prof-run-"))
         root = str(Path(__file__).resolve().parents[2])
-        settings = Settings(str(self.folder), self.source, self.fingerprints, root)
+        settings = Settings(str(self.folder), self.source, self.fingerprints, root, self.every_launch)
         self._saved = {k: os.environ.get(k) for k in (ENV, "PYTHONPATH")}
         os.environ[ENV] = settings.encode()
         os.environ["PYTHONPATH"] = os.pathsep.join([str(STARTUP), *filter(None, [self._saved["PYTHONPATH"]])])
