@@ -32,7 +32,7 @@ import os
 from time import perf_counter_ns
 from typing import Any, Protocol
 
-from .events import BUS, Event
+from .events import BUS
 from .sites import Site
 
 #: one launch in this many of each kernel is timed with device events (the first always)
@@ -115,7 +115,7 @@ class LaunchTimer:
         duration = self.latest.get(kernel)
         if duration is not None and not BUS.queued:
             begin = self.place(issued_ns, duration)  # nothing queued before it: place it now, no timing object
-            BUS.emit(Event("launch", 0, False, begin, duration, kernel, launch, None, None, site, mode, region, None))
+            BUS.emit_row(("launch", 0, False, begin, duration, kernel, launch, None, None, site, mode, region, None))
             return
         BUS.emit_timed(Estimate(self, kernel, issued_ns), kind="launch", kernel=kernel, launch=launch, callsite=site,
                        mode=mode, region=region)

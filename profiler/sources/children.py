@@ -35,8 +35,10 @@ ends (`merge`):
 * **Children that cannot be recorded** are named: `subprocess.Popen` is
   wrapped while recording to spot a Python child started with an
   environment without the profiler's variables, or with `-I`, `-E` or
-  `-S` (which skip the start-up hook), and, with CUPTI, a child that is
-  not a Python program at all. Each leaves a note in the run's folder.
+  `-S` (which skip the start-up hook), and, with CUPTI, a program that is
+  not Python but names a CUDA library in its file (`may_use_cuda`; a
+  `uname` or `git` call is no GPU work). Each leaves a note in the run's
+  folder.
 
 Nothing here may raise into the program: a failure to record a child is
 a note on stderr and that child goes unrecorded.
@@ -112,7 +114,7 @@ class EventPart:
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._fn = self.on_event
-        self._unsubscribe = events.subscribe(self._fn, fingerprints=settings.fingerprints)
+        self._unsubscribe = events.subscribe(self._fn, fingerprints=settings.fingerprints, rows=True)
 
     def on_event(self, event: Any) -> None:
         self.pending.append(event)
@@ -183,12 +185,11 @@ class CuptiPart:
 
 
 def event_rows(batch: Sequence[Any]) -> list[Row]:
-    """offload_core `Event`s as part rows: absolute `perf_counter_ns` times, call sites as tuples."""
+    """offload_core's event rows as part rows (`Record`'s field order): absolute times, call sites as tuples."""
     out: list[Row] = []
-    for e in batch:
-        cs = e.callsite
-        out.append((e.kind, e.start_ns, e.duration_ns, e.nbytes, e.pinned, e.kernel, e.launch, e.param, e.array,
-                    None if cs is None else (cs.file, cs.line, cs.function), e.region, e.mode, e.fingerprint))
+    for kind, nbytes, pinned, start, duration, kernel, launch, param, array, cs, mode, region, fp in batch:
+        out.append((kind, start, duration, nbytes, pinned, kernel, launch, param, array,
+                    None if cs is None else (cs.file, cs.line, cs.function), region, mode, fp))
     return out
 
 
@@ -473,13 +474,45 @@ def unrecordable(command: Sequence[str], env: dict[str, str] | None, source: Sou
     program = os.path.basename(str(command[0]))
     python = bool(_PYTHON.match(program)) or _same_file(str(command[0]), sys.executable)
     if not python:
-        return "not a Python program: CUDA work it does, if any, is not recorded" if source == "cupti" else ""
+        if source == "cupti" and may_use_cuda(str(command[0])):
+            return "not a Python program, and it may use CUDA: what it does on the GPU is not recorded"
+        return ""
     if env is not None and (ENV not in env or str(STARTUP) not in env.get("PYTHONPATH", "").split(os.pathsep)):
         return "started with an environment of its own, without the profiler's variables"
     flags = _skipping_flags(command[1:])
     if flags:
         return f"started with {' '.join('-' + f for f in sorted(flags))}, which skips the profiler's start-up hook"
     return ""
+
+
+#: what a program that can load the CUDA driver or runtime carries in its file (also a static cudart's dlopen name)
+_CUDA_NAMES = (b"libcuda.so", b"libcudart", b"nvcuda.dll", b"cudart64")
+_CUDA_SCAN_LIMIT = 1 << 30
+
+
+def may_use_cuda(program: str) -> bool:
+    """Whether the executable `program` (a path or a name on PATH) names a CUDA library anywhere in its file.
+
+    A program built with nvcc links the CUDA runtime statically, which then
+    opens the driver by name, so the name is in the file even where the
+    dynamic section lists no CUDA library. `uname`, `git` or `ldconfig`,
+    which libraries start now and then, name none.
+    """
+    import mmap
+    import shutil
+
+    path = program if os.sep in program else shutil.which(program)
+    if not path:
+        return False
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if not 0 < size <= _CUDA_SCAN_LIMIT:
+                return False
+            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                return any(data.find(name) >= 0 for name in _CUDA_NAMES)
+    except (OSError, ValueError):
+        return False
 
 
 def _skipping_flags(args: Sequence[str]) -> set[str]:

@@ -2,7 +2,9 @@
 
 The hot path is one bound `list.append` per event, handed to the bus as
 the subscriber itself, so recording adds no Python frame of its own to a
-launch (see `benchmarks/profiler_overhead.py`). Everything else, relative
+launch, and the bus hands it rows (tuples in `Event`'s field order), not
+`Event`s, whose construction alone cost more than the rest of a recorded
+launch (see `benchmarks/profiler_overhead.py` and `benchmarks/launch.py`). Everything else, relative
 times, interned call sites with their source text, the metadata, happens
 once in `run()`, after the program has finished.
 
@@ -40,10 +42,10 @@ class Recorder:
 
     def __init__(self, *, fingerprints: bool = False) -> None:
         self.fingerprints = fingerprints
-        #: the raw events, exactly as the bus delivered them
-        self.raw: list[events.Event] = []
+        #: the raw events, exactly as the bus delivered them: rows in `events.ROW_FIELDS` order
+        self.raw: list[events.Row] = []
         self._unsubscribe: Callable[[], None] | None = None
-        self._fn: Callable[[events.Event], None] = self.raw.append  # the very function the bus holds
+        self._fn: Callable[[events.Row], None] = self.raw.append  # the very function the bus holds
         self._t0 = 0
         self._t1 = 0
         self._started_at = ""
@@ -68,7 +70,7 @@ class Recorder:
         self._t0 = time.perf_counter_ns()
         self._t1 = 0
         self._fn = self.raw.append
-        self._unsubscribe = events.subscribe(self._fn, fingerprints=self.fingerprints)
+        self._unsubscribe = events.subscribe(self._fn, fingerprints=self.fingerprints, rows=True)
         return self
 
     def origin_ns(self) -> int:
@@ -121,12 +123,11 @@ class Recorder:
         end = self._t1 or time.perf_counter_ns()
         t0 = self._t0
         sites = _SiteTable()
+        # rows: kind, nbytes, pinned, start_ns, duration_ns, kernel, launch, param, array, callsite, mode, region, fp
         records = tuple(
-            Record(
-                e.kind, e.start_ns - t0, e.duration_ns, e.nbytes, e.pinned, e.kernel, e.launch, e.param, e.array,
-                sites.get(e.callsite), e.region, e.mode, e.fingerprint,
-            )
-            for e in list(self.raw)
+            Record(k, start - t0, duration, nbytes, pinned, kernel, launch, param, array, sites.get(site), region,
+                   mode, fp)
+            for k, nbytes, pinned, start, duration, kernel, launch, param, array, site, mode, region, fp in list(self.raw)
         )
         meta = recorded_meta(backend=self._backend[0], device=self._backend[1], mode=self._mode,
                              started_at=self._started_at, wall_ns=end - t0, fingerprints=self.fingerprints,

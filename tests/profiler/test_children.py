@@ -145,12 +145,23 @@ OURS = {ENV: "{}", "PYTHONPATH": str(STARTUP)}
     (["python", "-c", "pass"], {"PATH": "/bin"}, "offload", "started with an environment of its own, without the profiler's variables"),
     (["python", "-c", "pass"], {ENV: "{}"}, "offload", "started with an environment of its own, without the profiler's variables"),
     (["nvidia-smi"], None, "offload", ""),
-    (["./saxpy", "-n", "3"], None, "cupti", "not a Python program: CUDA work it does, if any, is not recorded"),
     ([], None, "cupti", ""),
 ])
 def test_which_children_cannot_record_themselves(command: list[str], env: dict[str, str] | None, source: str,
                                                   why: str) -> None:
     assert unrecordable(command, env, source) == why  # type: ignore[arg-type]
+
+
+def test_a_program_that_may_use_cuda_is_named_with_cupti_only(tmp_path: Path) -> None:
+    cuda_program = tmp_path / "saxpy"
+    cuda_program.write_bytes(b"\x7fELF" + bytes(4000) + b"libcuda.so.1\x00" + bytes(100))
+    plain = tmp_path / "uname"
+    plain.write_bytes(b"\x7fELF" + bytes(4000))
+    why = "not a Python program, and it may use CUDA: what it does on the GPU is not recorded"
+    assert unrecordable([str(cuda_program), "-n", "3"], None, "cupti") == why
+    assert unrecordable([str(cuda_program)], None, "offload") == "", "offload_core runs in Python only"
+    assert unrecordable([str(plain), "-p"], None, "cupti") == ""
+    assert unrecordable(["no-such-program-xyz"], None, "cupti") == ""
 
 
 def test_settings_round_trip_and_refuse_an_unknown_source() -> None:
