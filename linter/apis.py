@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from offload_core.catalog import ApiEntry, ApiFile
+from offload_core.catalog import ApiEntry, ApiFile, ApiKind
 
 DIRECTION = {"h2d": "host->device", "d2h": "device->host"}
 
@@ -30,7 +30,7 @@ class Api:
     """One catalog entry, with the linter's view of its extra keys."""
 
     library: str
-    kind: str  # h2d | d2h | sync | launch | region | alloc
+    kind: ApiKind
     display: str
     call: str | None
     method: str | None

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from offload_core.catalog import FixSafety
+
 
 @dataclass(frozen=True)
 class Edit:
@@ -21,7 +23,7 @@ class Edit:
 @dataclass(frozen=True)
 class Fix:
     title: str
-    safety: str  # "safe" | "unsafe"
+    safety: FixSafety  # "safe" or "unsafe": a fix with safety "none" is not offered
     edits: tuple[Edit, ...]
 
 

@@ -27,7 +27,7 @@ from .findings import Edit, Fix
 
 if TYPE_CHECKING:
     from .context import FileContext
-    from .index import CallSite, Loop
+    from .index import IndexedCall, Loop
     from .semantics import Classified
 
 _UNSAFE_CREATORS = frozenset({"arange", "linspace"})
@@ -42,7 +42,7 @@ def fresh_name(ctx: FileContext, base: str) -> str:
     return name
 
 
-def _loop_chain_ok(site: CallSite, loop: Loop) -> bool:
+def _loop_chain_ok(site: IndexedCall, loop: Loop) -> bool:
     """The call's statement sits in `loop`'s body through nothing but nested loops."""
     stmts = site.stmts
     if loop.stmt_depth < 1 or len(stmts) <= loop.stmt_depth or stmts[loop.stmt_depth - 1] is not loop.node:
@@ -52,7 +52,7 @@ def _loop_chain_ok(site: CallSite, loop: Loop) -> bool:
     return all(isinstance(s, (cst.For, cst.While)) for s in stmts[loop.stmt_depth:-1])
 
 
-def hoist_fix(ctx: FileContext, site: CallSite, use: Classified) -> Fix | None:
+def hoist_fix(ctx: FileContext, site: IndexedCall, use: Classified) -> Fix | None:
     """Move a loop-invariant copy above the outermost loop it is invariant in."""
     sem = ctx.sem
     loops = list(site.loops)
@@ -108,7 +108,7 @@ def hoist_fix(ctx: FileContext, site: CallSite, use: Classified) -> Fix | None:
     return ctx.fix(f"Hoist {use.api.display} {where}", "unsafe", edits)
 
 
-def _bound_once(ctx: FileContext, site: CallSite, loop: Loop, name: str) -> bool:
+def _bound_once(ctx: FileContext, site: IndexedCall, loop: Loop, name: str) -> bool:
     events = loop.scope.events
     binds = [e for e in events[loop.start:loop.end] if e.name == name and e.kind in ("bind", "aug", "del", "store")]
     read_before = any(e.kind == "load" and e.name == name for e in events[loop.start:site.index])
@@ -123,7 +123,7 @@ def _with_arg(call: cst.Call, keyword: str, value: cst.BaseExpression) -> cst.Ca
 
 
 def device_create_fix(
-    ctx: FileContext, site: CallSite, use: Classified, inner: cst.Call, creator: str, inner_lib: str,
+    ctx: FileContext, site: IndexedCall, use: Classified, inner: cst.Call, creator: str, inner_lib: str,
     safety: str | None = None,
 ) -> tuple[Fix | None, str]:
     """`cp.asarray(np.zeros(n))` -> `cp.zeros(n)`; `torch.zeros(n).cuda()` -> `torch.zeros(n, device="cuda")`.

@@ -23,7 +23,10 @@ from typing import Any
 
 import libcst as cst
 
-from .model import CallSite, Event, Loop, ModuleIndex, Scope, Unpack, WithItem, _dotted, root_name  # noqa: F401
+from .model import (  # noqa: F401  (re-exported for the checks)
+    Binding, Event, EventKind, IndexedCall, Loop, LoopKind, ModuleIndex, Scope, ScopeKind, Unpack, WithItem, _dotted,
+    root_name,
+)
 
 
 class Indexer(cst.CSTVisitor):
@@ -39,19 +42,19 @@ class Indexer(cst.CSTVisitor):
         self.stmts: list[cst.CSTNode] = []
         self.small: cst.CSTNode | None = None
         self.conds: list[tuple[cst.BaseExpression, bool]] = []
-        self.callsite_of = self.idx.callsite_of
+        self.call_of = self.idx.call_of
 
     # -- plumbing -----------------------------------------------------------------
 
-    def _new_scope(self, kind: str, node: cst.CSTNode, parent: Scope | None, name: str) -> Scope:
+    def _new_scope(self, kind: ScopeKind, node: cst.CSTNode, parent: Scope | None, name: str) -> Scope:
         scope = Scope(kind, node, parent, name)
         self.idx.scopes.append(scope)
         return scope
 
-    def _emit(self, kind: str, name: str, node: cst.CSTNode, extra: Any = None) -> None:
+    def _emit(self, kind: EventKind, name: str, node: cst.CSTNode, extra: Any = None) -> None:
         self.scope.events.append(Event(kind, name, node, extra))
 
-    def _bind(self, name: str, node: cst.CSTNode, how: str, value: cst.CSTNode | None) -> None:
+    def _bind(self, name: str, node: cst.CSTNode, how: Binding, value: cst.CSTNode | None) -> None:
         self.idx.names.add(name)
         self.scope.bind(name, how, value)
         self._emit("bind", name, node, (how, value))
@@ -78,7 +81,7 @@ class Indexer(cst.CSTVisitor):
         elif isinstance(original_node, cst.BaseSmallStatement):
             self.small = None
 
-    def _store_target(self, target: cst.CSTNode, how: str, value: Any, path: tuple[int, ...] = ()) -> None:
+    def _store_target(self, target: cst.CSTNode, how: Binding, value: Any, path: tuple[int, ...] = ()) -> None:
         """Bind a target; the elements of a tuple target get Unpack values (see model.Unpack).
 
         `value` is the assigned expression, or for a loop target (how "for")
@@ -117,7 +120,7 @@ class Indexer(cst.CSTVisitor):
         else:
             target.visit(self)
 
-    def _loop_start(self, node: cst.CSTNode, kind: str) -> Loop:
+    def _loop_start(self, node: cst.CSTNode, kind: LoopKind) -> Loop:
         loop = Loop(node, kind, self.scope, self.loops[-1] if self.loops else None, len(self.withs), len(self.stmts),
                     len(self.conds))
         loop.start = len(self.scope.events)
@@ -230,14 +233,14 @@ class Indexer(cst.CSTVisitor):
             s = len(events)
             arg.value.visit(self)
             arg_ranges.append((s, len(events)))
-        site = CallSite(
+        site = IndexedCall(
             node, self.scope, tuple(self.loops), tuple(self.withs), tuple(self.stmts), tuple(self.conds), self.small,
             func_range, tuple(arg_ranges),
         )
         site.index = len(events)
         self._emit("call", "", node, site)
         self.idx.calls.append(site)
-        self.callsite_of[id(node)] = site
+        self.call_of[id(node)] = site
         for loop in self.loops:
             loop.calls.append(site)
         return False
@@ -344,7 +347,7 @@ class Indexer(cst.CSTVisitor):
                 self._store_target(item.asname.name, "with", item.item)
                 if isinstance(item.asname.name, cst.Name):
                     asname = item.asname.name.value
-            entry = WithItem(node, item, self.callsite_of.get(id(item.item)), asname, start, len(self.scope.events))
+            entry = WithItem(node, item, self.call_of.get(id(item.item)), asname, start, len(self.scope.events))
             self.withs.append(entry)
             self._emit("with", "", node, entry)
             opened += 1

@@ -30,7 +30,7 @@ from typing import Any
 
 import libcst as cst
 
-from .model import CallSite, Loop
+from .model import IndexedCall, Loop
 from .signatures import WRITES, KernelParam, KernelSig
 
 PURE_MODULES = frozenset({"numpy", "cupy", "cupyx", "torch", "jax", "math", "builtins", "numba", "operator"})
@@ -72,28 +72,28 @@ class LoopFacts:
     def qualify(self, expr: cst.BaseExpression) -> str | None:
         raise NotImplementedError
 
-    def is_offload(self, site: CallSite) -> bool:
+    def is_offload(self, site: IndexedCall) -> bool:
         raise NotImplementedError
 
-    def launch(self, site: CallSite) -> tuple[KernelSig | None, list[tuple[KernelParam | None, cst.Arg]]]:
+    def launch(self, site: IndexedCall) -> tuple[KernelSig | None, list[tuple[KernelParam | None, cst.Arg]]]:
         raise NotImplementedError
 
     def array_root(self, expr: cst.BaseExpression, scope: Any, depth: int = 0) -> str | None:
         raise NotImplementedError
 
-    def site_of(self, node: cst.CSTNode) -> CallSite | None:
+    def site_of(self, node: cst.CSTNode) -> IndexedCall | None:
         raise NotImplementedError
 
     # -- what a loop changes -------------------------------------------------------------
 
-    def mutated_by(self, site: CallSite) -> set[str]:
+    def mutated_by(self, site: IndexedCall) -> set[str]:
         """Names of arrays (or other objects) a call may change in place."""
         key = id(site)
         if key not in self._mutated:
             self._mutated[key] = self._mutated_by(site)
         return self._mutated[key]
 
-    def _mutated_by(self, site: CallSite) -> set[str]:
+    def _mutated_by(self, site: IndexedCall) -> set[str]:
         call, scope = site.node, site.scope
         out: set[str] = set()
         for arg in call.args:
@@ -147,7 +147,7 @@ class LoopFacts:
     def rebound(self, loop: Loop) -> frozenset[str]:
         return frozenset(e.name for e in loop.scope.events[loop.start:loop.end] if e.kind in ("bind", "del"))
 
-    def pure_call(self, site: CallSite) -> bool:
+    def pure_call(self, site: IndexedCall) -> bool:
         """A call inside a copied expression that returns the same data for the same inputs."""
         qualname = self.qualify(site.node.func)
         if is_random(qualname):
@@ -159,7 +159,7 @@ class LoopFacts:
         func = site.node.func
         return isinstance(func, cst.Attribute) and func.attr.value in PURE_METHODS
 
-    def changed_in(self, loop: Loop, but: CallSite | None = None) -> set[str]:
+    def changed_in(self, loop: Loop, but: IndexedCall | None = None) -> set[str]:
         """Names the loop rebinds, stores into, or hands to a call that may change them (except `but`'s)."""
         changed = set(self.rebound_or_stored(loop))
         for other in loop.calls:
@@ -197,7 +197,7 @@ class LoopFacts:
                 return False
         return True
 
-    def rare_branch(self, site: CallSite, loop: Loop) -> bool:
+    def rare_branch(self, site: IndexedCall, loop: Loop) -> bool:
         """The call runs only on iterations where a changing value equals a constant.
 
         `if step % log_every == 0:`, `if name == "Dense_1":`, `x if a.size != 0
@@ -216,7 +216,7 @@ class LoopFacts:
                     return True
         return False
 
-    def guarded_by_flag(self, site: CallSite, loop: Loop) -> bool:
+    def guarded_by_flag(self, site: IndexedCall, loop: Loop) -> bool:
         """The call sits under an `if` whose test does not change in the loop: an opt-in (`if args.sync:`)."""
         changed = self.changed_in(loop)
         return any(self.expression_invariant(test, loop, changed) for test, _ in site.conds[loop.cond_depth:])
@@ -225,7 +225,7 @@ class LoopFacts:
         """Does another loop of the same scope run inside this one (an epoch loop around a step loop)?"""
         return any(other.parent is loop and other.kind != "comp" for other in loops)
 
-    def amortised(self, site: CallSite, loop: Loop, loops: list[Loop]) -> bool:
+    def amortised(self, site: IndexedCall, loop: Loop, loops: list[Loop]) -> bool:
         """A sync once per outer iteration: the loop runs inner loops and does no device work of its own.
 
         `for epoch ...: for batch ...: step(); print(loss.item())` syncs once per
@@ -243,10 +243,10 @@ class LoopFacts:
                 return False
         return True
 
-    def produces_device_value(self, site: CallSite) -> bool:
+    def produces_device_value(self, site: IndexedCall) -> bool:
         raise NotImplementedError
 
-    def invariant_in(self, site: CallSite, loop: Loop) -> bool:
+    def invariant_in(self, site: IndexedCall, loop: Loop) -> bool:
         """Nothing the call reads (receiver, arguments, enclosing device/stream contexts) changes in `loop`.
 
         What the call itself changes does not count: `d.set(h)` writes `d`, but

@@ -8,15 +8,21 @@ reduced to per-scope event lists.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import libcst as cst
 
+EventKind = Literal["load", "bind", "store", "aug", "del", "call", "loop", "endloop", "with", "endwith"]
+ScopeKind = Literal["module", "function", "lambda", "class"]
+LoopKind = Literal["for", "while", "comp"]
+# How a name got a value (see Scope.assigns).
+Binding = Literal["=", "aug", "for", "unpack", "with", "param", "import", "def", "other", "item", "moved"]
+
 
 class Event(NamedTuple):
-    """kind: load | bind | store | aug | del | call | loop | endloop | with | endwith."""
+    """One step of a scope, in evaluation order; `extra` carries the call, loop, with item or binding."""
 
-    kind: str
+    kind: EventKind
     name: str
     node: cst.CSTNode
     extra: Any = None
@@ -41,7 +47,7 @@ class Unpack:
 
 @dataclass(eq=False)
 class Scope:
-    kind: str  # module | function | lambda | class
+    kind: ScopeKind
     node: cst.CSTNode
     parent: Scope | None
     name: str
@@ -50,18 +56,18 @@ class Scope:
     # "item" (`name[k] = value`: what the container holds) or "moved" (`name.to(device)` as a statement,
     # which moves a module in place); the value of "for" and "unpack" is an Unpack record. "item" and
     # "moved" only feed the device-value analysis: they emit no bind event and rebind nothing.
-    assigns: dict[str, list[tuple[str, Any]]] = field(default_factory=dict)
+    assigns: dict[str, list[tuple[Binding, Any]]] = field(default_factory=dict)
     params: dict[str, cst.Param] = field(default_factory=dict)
     returns: list[cst.BaseExpression] = field(default_factory=list)  # `return X` values (functions only)
 
-    def bind(self, name: str, how: str, value: Any) -> None:
+    def bind(self, name: str, how: Binding, value: Any) -> None:
         self.assigns.setdefault(name, []).append((how, value))
 
 
 @dataclass(eq=False)
 class Loop:
     node: cst.CSTNode  # For, While or CompFor
-    kind: str  # for | while | comp
+    kind: LoopKind
     scope: Scope
     parent: Loop | None
     with_depth: int  # `with` items of the scope already open when the loop began
@@ -69,21 +75,21 @@ class Loop:
     cond_depth: int = 0  # enclosing if/IfExp tests of the scope when the loop began
     start: int = 0  # index of its "loop" event
     end: int = 0  # index of its "endloop" event
-    calls: list[CallSite] = field(default_factory=list)
+    calls: list[IndexedCall] = field(default_factory=list)
 
 
 @dataclass(eq=False)
 class WithItem:
     node: cst.With
     item: cst.WithItem
-    call: CallSite | None
+    call: IndexedCall | None
     asname: str | None
     start: int  # event index where the item's expression begins
     end: int = 0  # event index where it ends
 
 
 @dataclass(eq=False)
-class CallSite:
+class IndexedCall:
     node: cst.Call
     scope: Scope
     loops: tuple[Loop, ...]  # innermost last, this scope only
@@ -107,11 +113,11 @@ class ModuleIndex:
     aliases: dict[str, str] = field(default_factory=dict)  # local name -> qualified name
     star_imports: list[str] = field(default_factory=list)
     scopes: list[Scope] = field(default_factory=list)
-    calls: list[CallSite] = field(default_factory=list)
+    calls: list[IndexedCall] = field(default_factory=list)
     loops: list[Loop] = field(default_factory=list)
     functions: list[tuple[cst.FunctionDef, Scope]] = field(default_factory=list)  # (def, its own scope)
     names: set[str] = field(default_factory=set)
-    callsite_of: dict[int, CallSite] = field(default_factory=dict)  # id(Call node) -> its CallSite
+    call_of: dict[int, IndexedCall] = field(default_factory=dict)  # id(Call node) -> its IndexedCall
 
 
 def _dotted(node: cst.CSTNode | None) -> str:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from .apis import Api, ApiIndex
-from .index import CallSite, ModuleIndex, Scope
+from .index import IndexedCall, ModuleIndex, Scope
 from .loops import LoopFacts
 from .values import DeviceValues
 from .kernels import KernelIndex, KernelParam, KernelSig, signature_of_def, signature_of_rawkernel
@@ -41,7 +41,7 @@ class Classified:
     """A call the catalog knows, with what the checks need about this use of it."""
 
     api: Api
-    kind: str  # the effective kind: `.to("cpu")` is d2h even though `.to` is listed as h2d
+    kind: str  # the effective kind: `.to("cpu")` is d2h though `.to` is listed h2d; "host-alloc" for host creators
     data: cst.BaseExpression | None  # the copied value
 
     @property
@@ -81,12 +81,12 @@ class Semantics(LoopFacts, DeviceValues):
         self.libraries = frozenset(libs)
         self.needs: dict[str, str | None] = {}
         self._taints: dict[int, dict[str, str]] = {}
-        self._pending: list[tuple[str, object]] = []  # the memoised questions being answered now
         self._returns: dict[int, str | None] = {}
-        self._param_cache: dict[tuple[int, str], str | None] = {}
+        self._solved = False
+        self._solving = False
         self._unpacking: set[tuple[int, tuple[int, ...]]] = set()
         self._defs: dict[int, Scope] | None = None
-        self._calls_by_name: dict[str, list[CallSite]] | None = None
+        self._calls_by_name: dict[str, list[IndexedCall]] | None = None
         self._classified: dict[int, Classified | None] = {}
         self._changed: dict[int, frozenset[str]] = {}
         self._mutated: dict[int, set[str]] = {}
@@ -124,8 +124,8 @@ class Semantics(LoopFacts, DeviceValues):
                 s = s.parent
         return []
 
-    def site_of(self, node: cst.CSTNode | None) -> CallSite | None:
-        return self.idx.callsite_of.get(id(node)) if node is not None else None
+    def site_of(self, node: cst.CSTNode | None) -> IndexedCall | None:
+        return self.idx.call_of.get(id(node)) if node is not None else None
 
     # -- API calls ----------------------------------------------------------------------
 
@@ -141,14 +141,8 @@ class Semantics(LoopFacts, DeviceValues):
         if key in self._classified:
             return self._classified[key]
         self._classified[key] = None
-        self._pending.append(("classify", key))
-        try:
-            result = self._classify(call, scope)
-        finally:
-            self._pending.pop()
-        if self._pending:
-            del self._classified[key]  # asked inside another question: answer, but do not remember
-        else:
+        result = self._classify(call, scope)
+        if key in self._classified:  # not cleared by a pass of the device-value solution meanwhile
             self._classified[key] = result
         return result
 
@@ -258,7 +252,7 @@ class Semantics(LoopFacts, DeviceValues):
             return "device" if DEVICE_NAME.search(name) else None  # devices[i]
         return None
 
-    def is_offload(self, site: CallSite) -> bool:
+    def is_offload(self, site: IndexedCall) -> bool:
         qualname = self.qualify(site.node.func)
         api = self.apis.calls.get(qualname) if qualname else None
         return api is not None and api.kind == "launch"
@@ -273,7 +267,7 @@ class Semantics(LoopFacts, DeviceValues):
             return False
         return any(isinstance(v, cst.Call) and self.is_region(v) for _, v in self.assignments(expr.value, scope))
 
-    def produces_device_value(self, site: CallSite) -> bool:
+    def produces_device_value(self, site: IndexedCall) -> bool:
         return self.device_lib(site.node, site.scope) is not None
 
     # -- local functions (for the device-value analysis) ---------------------------------------
@@ -290,10 +284,10 @@ class Semantics(LoopFacts, DeviceValues):
             self._defs = {id(node): scope for node, scope in self.idx.functions}
         return self._defs
 
-    def calls_of(self, function: Scope) -> list[CallSite]:
+    def calls_of(self, function: Scope) -> list[IndexedCall]:
         """The calls in this file that call `function` by its plain name."""
         if self._calls_by_name is None:
-            by_name: dict[str, list[CallSite]] = {}
+            by_name: dict[str, list[IndexedCall]] = {}
             for site in self.idx.calls:
                 if isinstance(site.node.func, cst.Name):
                     by_name.setdefault(site.node.func.value, []).append(site)
@@ -380,7 +374,7 @@ class Semantics(LoopFacts, DeviceValues):
         self.needs[qualname] = sig.digest() if sig is not None else None
         return sig
 
-    def launch(self, site: CallSite) -> tuple[KernelSig | None, list[tuple[KernelParam | None, cst.Arg]]]:
+    def launch(self, site: IndexedCall) -> tuple[KernelSig | None, list[tuple[KernelParam | None, cst.Arg]]]:
         """An offload() call's kernel and its (array parameter, argument) pairs; parameter None when unknown."""
         args = site.node.args
         if not args or args[0].keyword is not None or args[0].star:

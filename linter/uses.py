@@ -98,8 +98,8 @@ class UseFinder:
                 return "metric" if child is node.value else "other"
             if isinstance(node, (cst.Assign, cst.AnnAssign)):
                 targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-                if all(isinstance(t, cst.Subscript) for t in targets):
-                    return "metric"  # stats["loss"] = loss.item()
+                if all(isinstance(t, cst.Subscript) and _string_key(t) for t in targets):
+                    return "metric"  # stats["loss"] = loss.item(): a record under a name
                 names = [t.value for t in targets if isinstance(t, cst.Name)]
                 if len(names) == len(targets) and names and depth < 2:
                     return self._of_names(names, node, depth + 1)
@@ -142,3 +142,8 @@ def _is_target(statement: cst.CSTNode, name: cst.Name) -> bool:
     if isinstance(statement, (cst.AnnAssign, cst.AugAssign)):
         return statement.target is name
     return False
+
+
+def _string_key(target: cst.Subscript) -> bool:
+    return len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index) and isinstance(
+        target.slice[0].slice.value, (cst.SimpleString, cst.FormattedString))

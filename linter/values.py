@@ -32,7 +32,7 @@ from typing import Any
 
 import libcst as cst
 
-from .model import CallSite, ModuleIndex, Scope, Unpack
+from .model import Binding, IndexedCall, ModuleIndex, Scope, Unpack
 
 MAYBE = "?"
 # Attributes of a device array or of a module's output that are host values; every other attribute of a
@@ -41,6 +41,7 @@ HOST_ATTRS = frozenset({
     "shape", "dtype", "device", "ndim", "size", "nbytes", "itemsize", "strides", "is_cuda", "requires_grad",
     "training", "names", "layout", "is_leaf", "grad_fn", "flags", "is_sparse", "is_quantized", "is_meta",
     "__class__", "__name__", "__dict__", "mem", "data_ptr", "ptr", "sharding",
+    "columns", "dtypes", "name", "names", "axes", "empty",  # data-frame metadata (cuDF)
 })
 HOST_METHODS = frozenset({
     "size", "dim", "ndimension", "numel", "nelement", "element_size", "data_ptr", "stride", "get_device",
@@ -77,10 +78,12 @@ def _stronger(a: str | None, b: str | None) -> str | None:
 class DeviceValues:
     idx: ModuleIndex
     libraries: frozenset[str]
+    _classified: dict[int, Any]
+    # the solution: per scope, name -> taint; per function scope, the taint of its return values
     _taints: dict[int, dict[str, str]]
-    _pending: list[tuple[str, object]]
     _returns: dict[int, str | None]
-    _param_cache: dict[tuple[int, str], str | None]
+    _solved: bool
+    _solving: bool
     _unpacking: set[tuple[int, tuple[int, ...]]]
 
     # -- supplied by Semantics ----------------------------------------------------------
@@ -97,7 +100,7 @@ class DeviceValues:
     def local_function(self, name: str, scope: Scope) -> Scope | None:
         raise NotImplementedError
 
-    def calls_of(self, function: Scope) -> list[CallSite]:
+    def calls_of(self, function: Scope) -> list[IndexedCall]:
         raise NotImplementedError
 
     # -- the questions checks ask ---------------------------------------------------------
@@ -121,7 +124,7 @@ class DeviceValues:
             isinstance(v, cst.BaseExpression) and self.device_lib(v, scope) is not None for v in assigned
         )
 
-    def device_at(self, expr: cst.BaseExpression, site: CallSite | None) -> bool:
+    def device_at(self, expr: cst.BaseExpression, site: IndexedCall | None) -> bool:
         """Is `expr` surely on the device where `site` runs? Names are judged by the bindings that reach it.
 
         `rsq = r * r; rsq = cp.asarray(rsq)` and then `cp.asarray(rsq)` in a
@@ -173,8 +176,9 @@ class DeviceValues:
         if isinstance(expr, cst.Subscript):
             return self.taint(expr.value, scope, depth + 1)
         if isinstance(expr, cst.Attribute):
-            if expr.attr.value in HOST_ATTRS or isinstance(expr.value, cst.Name) and self.qualify(expr.value):
-                return None  # x.shape, x.dtype; np.pi
+            attr = expr.attr.value
+            if attr in HOST_ATTRS or attr.startswith("_") or isinstance(expr.value, cst.Name) and self.qualify(expr.value):
+                return None  # x.shape, x.dtype, a library's private bookkeeping (df._data); np.pi
             found = self.taint(expr.value, scope, depth + 1)  # x.T, out.logits, features.relu2_2
             if found is None and expr.attr.value in TENSOR_ATTRS and "torch" in self.libraries:
                 return "torch" + MAYBE  # p.grad, p.data: a tensor, wherever it lives
@@ -233,35 +237,56 @@ class DeviceValues:
         return scope
 
     def _names(self, scope: Scope) -> dict[str, str]:
-        key = id(scope)
-        if key in self._taints:
-            return self._taints[key]
-        found: dict[str, str] = {}
-        self._taints[key] = found  # partial results serve recursive lookups
-        self._pending.append(("names", key))
-        for _ in range(8):
-            before = dict(found)
-            for name, values in scope.assigns.items():
-                best = found.get(name)
-                if best is not None and not best.endswith(MAYBE):
-                    continue
-                for how, value in values:
-                    lib = self._binding_taint(name, how, value, scope)
-                    best = _stronger(best, lib)
-                    if best is not None and not best.endswith(MAYBE):
-                        break
-                if best is not None:
-                    found[name] = best
-            if found == before:
-                break
-        self._pending.pop()
-        if self._pending:
-            # worked out while another question was open (a caller's names, a call being
-            # classified): right for now, but maybe not final, so it is not kept
-            del self._taints[key]
-        return found
+        """The device names of a scope: from the file's solution (while solving, the values so far)."""
+        self._solve()
+        return self._taints.get(id(scope), {})
 
-    def _binding_taint(self, name: str, how: str, value: Any, scope: Scope) -> str | None:
+    def _solve(self) -> None:
+        """Every scope's device names and every function's return, as one fixpoint over the file.
+
+        Each pass evaluates every binding (and every `return`) against the
+        previous pass's values, so a pass costs one walk over the file and no
+        question recurses into another scope's unfinished answer; taints only
+        grow (nothing < maybe < device), so a few passes settle it. Call
+        classifications depend on device values (is this `.get()` a CuPy
+        array's?), so they are forgotten after each pass and after the end.
+        """
+        if self._solved or self._solving:
+            return
+        self._solving = True
+        try:
+            for _ in range(12):
+                changed = False
+                self._classified.clear()
+                for scope in self.idx.scopes:
+                    table = self._taints.setdefault(id(scope), {})
+                    for name, values in scope.assigns.items():
+                        old = table.get(name)
+                        best = old
+                        if best is not None and not best.endswith(MAYBE):
+                            continue
+                        for how, value in values:
+                            best = _stronger(best, self._binding_taint(name, how, value, scope))
+                            if best is not None and not best.endswith(MAYBE):
+                                break
+                        if best != old and best is not None:
+                            table[name] = best
+                            changed = True
+                    if scope.kind == "function":
+                        found = None
+                        for value in scope.returns:
+                            found = _stronger(found, self.taint(value, scope))
+                        if found != self._returns.get(id(scope)):
+                            self._returns[id(scope)] = found
+                            changed = True
+                if not changed:
+                    break
+        finally:
+            self._solving = False
+            self._solved = True
+            self._classified.clear()
+
+    def _binding_taint(self, name: str, how: Binding, value: Any, scope: Scope) -> str | None:
         if how in ("=", "aug", "item", "moved") and isinstance(value, cst.BaseExpression):
             return self.taint(value, scope)
         if how in ("for", "unpack") and isinstance(value, Unpack):
@@ -316,20 +341,8 @@ class DeviceValues:
         return self.taint(iterable, scope)
 
     def _return_taint(self, function: Scope) -> str | None:
-        key = id(function)
-        if key in self._returns:
-            return self._returns[key]
-        self._returns[key] = None  # a recursive function: its own calls add nothing
-        self._pending.append(("returns", key))
-        found = None
-        for value in function.returns:
-            found = _stronger(found, self.taint(value, function))
-        self._pending.pop()
-        if self._pending:
-            del self._returns[key]  # computed inside another open question: do not keep
-        else:
-            self._returns[key] = found
-        return found
+        self._solve()
+        return self._returns.get(id(function))
 
     def _return_element(self, function: Scope, index: tuple[int, ...]) -> str | None:
         key = (id(function), index)
@@ -350,18 +363,7 @@ class DeviceValues:
             lib = ANNOTATIONS.get(qualname or "")
             if lib is not None:
                 return lib
-        key = (id(scope), name)
-        if key in self._param_cache:
-            return self._param_cache[key]
-        self._param_cache[key] = None  # mutual recursion between functions ends here
-        self._pending.append(("param", key))
-        result = self._param_from_calls(name, scope)
-        self._pending.pop()
-        if any(item != ("names", id(scope)) for item in self._pending):
-            del self._param_cache[key]  # asked inside another open question than its own scope's names
-        else:
-            self._param_cache[key] = result
-        return result
+        return self._param_from_calls(name, scope)
 
     def _param_from_calls(self, name: str, function: Scope) -> str | None:
         """A parameter every in-file call of the function gives a device value is one."""

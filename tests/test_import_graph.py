@@ -16,10 +16,6 @@ from .importgraph import PACKAGES, ROOT, Edge, cycles, internal_edges, module_fi
 
 DESIGN = ROOT / "docs" / "design.md"
 
-def allowed_circle(modules: list[str]) -> bool:
-    """Circles known and owned elsewhere (the linter's), to be removed there."""
-    # the linter's check registry: linter/checks/__init__.py defines `check` and imports the modules that use it
-    return all(m == "linter.checks" or m.startswith("linter.checks.") for m in modules)
 
 
 @dataclass(frozen=True)
@@ -125,7 +121,7 @@ def test_no_import_circle() -> None:
     graph: dict[str, set[str]] = {}
     for e in internal_edges():
         graph.setdefault(e.source, set()).add(e.target)
-    found = [c for c in cycles(graph) if not allowed_circle(c)]
+    found = cycles(graph)
     assert not found, "import circles: " + "; ".join(" <-> ".join(c) for c in found)
 
 

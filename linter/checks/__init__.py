@@ -1,42 +1,6 @@
-"""The checks, registered by the rule codes they report.
-
-A check is a function of a FileContext that reports through `ctx.report`.
-One function may serve several codes when they share their work (the
-transfer check classifies each call once for OFF101, OFF104, OFF105 and
-OFF106); the engine runs it once when any of its codes is enabled. OFF901
-and OFF902 are reported by the engine itself (a file that cannot be read
-or parsed never reaches a check), so they are listed as DIAGNOSTICS.
-"""
+"""The checks: importing this package registers every check (see registry.py)."""
 
 from __future__ import annotations
 
-from typing import Callable
-
-from ..context import FileContext
-
-Check = Callable[[FileContext], None]
-CHECKS: dict[str, Check] = {}
-DIAGNOSTICS = ("OFF901", "OFF902")
-
-
-def check(*codes: str) -> Callable[[Check], Check]:
-    def register(fn: Check) -> Check:
-        for code in codes:
-            if code in CHECKS:
-                raise RuntimeError(f"two checks for {code}")
-            CHECKS[code] = fn
-        return fn
-
-    return register
-
-
-def checks_for(enabled: frozenset[str]) -> list[Check]:
-    """Each check function once, in registration order, if any of its codes is enabled."""
-    out: list[Check] = []
-    for code, fn in CHECKS.items():
-        if code in enabled and fn not in out:
-            out.append(fn)
-    return out
-
-
-from . import flow, kernel_bodies, launches, loaders, syncs, transfers  # noqa: E402,F401  (registration)
+from . import flow, kernel_bodies, launches, loaders, syncs, transfers  # noqa: F401  (registration)
+from .registry import CHECKS, DIAGNOSTICS, Check, check, checks_for  # noqa: F401

@@ -17,9 +17,9 @@ from typing import Callable
 import libcst as cst
 
 from ..context import FileContext
-from ..index import CallSite, Event, WithItem
+from ..index import IndexedCall, Event, WithItem
 from ..kernels import WRITES
-from . import check
+from .registry import check
 
 Handler = Callable[[Event, int], None]
 
@@ -77,7 +77,7 @@ def round_trip(ctx: FileContext) -> None:
         replay(scope.events, 0, len(scope.events), handle)
 
 
-def _moved_in_place(site: CallSite) -> str | None:
+def _moved_in_place(site: IndexedCall) -> str | None:
     """`model.cpu()` / `model.eval().cpu()` as a whole statement: a module moved in place; its name."""
     statement = site.small
     if not isinstance(statement, cst.Expr) or statement.value is not site.node:

@@ -15,7 +15,7 @@ import libcst as cst
 from ..context import FileContext
 from ..kernels import signature_of_def
 from ..loops import MUTATING_METHODS
-from . import check
+from .registry import check
 
 
 @check("OFF204", "OFF205")

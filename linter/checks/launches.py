@@ -17,9 +17,9 @@ import libcst as cst
 from ..context import FileContext
 from ..fixes import wrap_fix
 from ..findings import Edit, Fix
-from ..index import CallSite, Loop
+from ..index import IndexedCall, Loop
 from ..kernels import WRITES
-from . import check
+from .registry import check
 
 
 @check("OFF102", "OFF201")
@@ -39,7 +39,7 @@ def launches(ctx: FileContext) -> None:
                 ctx.report("OFF102", site.node, fix, kernel=kernel, loop_line=ctx.line(site.loop.node), arrays=names)
 
 
-def uncovered(ctx: FileContext, site: CallSite, loop: Loop) -> list[tuple[str, bool]]:
+def uncovered(ctx: FileContext, site: IndexedCall, loop: Loop) -> list[tuple[str, bool]]:
     """(array, only written) for each launch argument no region around `loop` maps, in argument order."""
     sem, scope = ctx.sem, site.scope
     covered: set[str] = set()
@@ -116,7 +116,7 @@ def _import_region(ctx: FileContext) -> Edit:
     return Edit(end, end, f"from offload_core import region{ctx.newline}")
 
 
-def _mutable_alias(ctx: FileContext, site: CallSite) -> None:
+def _mutable_alias(ctx: FileContext, site: IndexedCall) -> None:
     sem = ctx.sem
     sig, pairs = sem.launch(site)
     if sig is None:

@@ -19,8 +19,8 @@ import libcst as cst
 
 from ..context import FileContext
 from ..findings import Edit
-from ..model import CallSite, Loop, Scope, Unpack
-from . import check
+from ..model import IndexedCall, Loop, Scope, Unpack
+from .registry import check
 
 WRAPPERS = frozenset({"enumerate", "tqdm", "zip", "iter", "islice", "trange"})
 
@@ -55,7 +55,7 @@ def _pinned(call: cst.Call) -> bool | None:
     return False
 
 
-def _bound_name(site: CallSite) -> str | None:
+def _bound_name(site: IndexedCall) -> str | None:
     statement = site.small
     if isinstance(statement, (cst.Assign, cst.AnnAssign)) and statement.value is site.node:
         targets = [t.target for t in statement.targets] if isinstance(statement, cst.Assign) else [statement.target]
@@ -125,7 +125,7 @@ def _uploads_batches(ctx: FileContext, loop: Loop) -> bool:
     return False
 
 
-def _pin_fix(ctx: FileContext, site: CallSite):  # type: ignore[no-untyped-def]
+def _pin_fix(ctx: FileContext, site: IndexedCall):  # type: ignore[no-untyped-def]
     call = site.node
     if not call.args:
         return None

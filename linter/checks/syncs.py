@@ -32,9 +32,9 @@ from __future__ import annotations
 import libcst as cst
 
 from ..context import FileContext
-from ..model import CallSite, Loop, Unpack
+from ..model import IndexedCall, Loop, Unpack
 from ..uses import UseFinder
-from . import check
+from .registry import check
 
 TIMERS = frozenset({
     "time.time", "time.perf_counter", "time.monotonic", "time.process_time", "time.perf_counter_ns", "time.time_ns",
@@ -62,7 +62,7 @@ def syncs(ctx: FileContext) -> None:
                        advice="synchronise once after the loop, where the host needs the results")
 
 
-def _read(ctx: FileContext, site: CallSite, conversions: frozenset[str]) -> tuple[str, cst.BaseExpression] | None:
+def _read(ctx: FileContext, site: IndexedCall, conversions: frozenset[str]) -> tuple[str, cst.BaseExpression] | None:
     """(what to call it, the device value read) for `.item()`/`.tolist()` or `float()` of a device value."""
     sem = ctx.sem
     call = site.node
@@ -90,7 +90,7 @@ def _read(ctx: FileContext, site: CallSite, conversions: frozenset[str]) -> tupl
     return f"{name}() of a {lib} array", value
 
 
-def _judge_read(ctx: FileContext, site: CallSite, loop: Loop, api: str, value: cst.BaseExpression) -> None:
+def _judge_read(ctx: FileContext, site: IndexedCall, loop: Loop, api: str, value: cst.BaseExpression) -> None:
     sem = ctx.sem
     if sem.rare_branch(site, loop):
         return
@@ -119,7 +119,7 @@ def _judge_read(ctx: FileContext, site: CallSite, loop: Loop, api: str, value: c
                    advice="the value steers the loop; if that can wait, test it every N iterations")
 
 
-def _element_source(ctx: FileContext, site: CallSite, loop: Loop, value: cst.BaseExpression) -> str | None:
+def _element_source(ctx: FileContext, site: IndexedCall, loop: Loop, value: cst.BaseExpression) -> str | None:
     """The device array `value` is one element of, when the loop walks that array (else None)."""
     sem = ctx.sem
     node = value
@@ -157,7 +157,7 @@ def _iterates(loop: Loop, source: cst.BaseExpression) -> bool:
     return False
 
 
-def _iterated_array(ctx: FileContext, site: CallSite, bound: Unpack) -> str | None:
+def _iterated_array(ctx: FileContext, site: IndexedCall, bound: Unpack) -> str | None:
     sem = ctx.sem
     source = bound.source
     index = list(bound.index)
@@ -175,7 +175,7 @@ def _iterated_array(ctx: FileContext, site: CallSite, bound: Unpack) -> str | No
     return ctx.code(source)
 
 
-def _avoidable_wait(ctx: FileContext, site: CallSite, loop: Loop) -> bool:
+def _avoidable_wait(ctx: FileContext, site: IndexedCall, loop: Loop) -> bool:
     """A wait that nothing in the loop needs: not for timing, not opted into, not per device or chunk."""
     sem = ctx.sem
     if sem.rare_branch(site, loop) or sem.guarded_by_flag(site, loop) or sem.amortised(site, loop, ctx.index.loops):

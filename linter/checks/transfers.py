@@ -23,11 +23,11 @@ import libcst as cst
 
 from ..context import FileContext
 from ..fixes import device_create_fix, hoist_fix
-from ..index import CallSite
+from ..index import IndexedCall
 from ..model import Unpack
 from ..semantics import Classified
 from ..uses import path_to
-from . import check
+from .registry import check
 
 COLLECTING_METHODS = frozenset({"append", "extend", "insert", "add", "appendleft", "put"})
 
@@ -58,7 +58,7 @@ def transfers(ctx: FileContext) -> None:
             ctx.report("OFF106", site.node, **fields)
 
 
-def _collected(site: CallSite) -> bool:
+def _collected(site: IndexedCall) -> bool:
     """Is the copy's result kept per iteration (a comprehension's element, appended, stored by index)?"""
     if site.small is None:
         return False
@@ -87,7 +87,7 @@ def _collected(site: CallSite) -> bool:
 NUMBA_CREATORS = frozenset({"empty", "empty_like"})
 
 
-def _host_alloc(ctx: FileContext, site: CallSite, use: Classified, creators: frozenset[str]) -> bool:
+def _host_alloc(ctx: FileContext, site: IndexedCall, use: Classified, creators: frozenset[str]) -> bool:
     """Report OFF105 when the uploaded array was just built on the host; True when reported."""
     data = use.data
     if not isinstance(data, cst.Call):
@@ -117,7 +117,7 @@ SETUP_FUNCTION = re.compile(r"^(?:__init__|__setstate__|__post_init__|setup|set_
                             r"load\w*|_load\w*|init\w*|_init\w*|build\w*|from_\w+|create\w*)$")
 
 
-def once(site: CallSite) -> bool:
+def once(site: IndexedCall) -> bool:
     """Is the call in set-up code that runs once (`__init__`, `__setstate__`, `load_*`, `build_*`)?
 
     A loop there (over parameters, over layers) repeats per object, not per
@@ -134,7 +134,7 @@ RANDOM_FILLS = frozenset({"random_", "uniform_", "normal_", "bernoulli_", "expon
 DEVICE_RNG = {"cupy": "cupy.random", "torch": "torch"}
 
 
-def _random_source(ctx: FileContext, site: CallSite, data: cst.BaseExpression) -> cst.Call | None:
+def _random_source(ctx: FileContext, site: IndexedCall, data: cst.BaseExpression) -> cst.Call | None:
     """The host random draw `data` is (directly, through a fill method, or by the name's reaching binding)."""
     sem = ctx.sem
     from ..loops import is_random
@@ -160,7 +160,7 @@ def _random_source(ctx: FileContext, site: CallSite, data: cst.BaseExpression) -
     return None
 
 
-def _host_random(ctx: FileContext, site: CallSite, use: Classified) -> bool:
+def _host_random(ctx: FileContext, site: IndexedCall, use: Classified) -> bool:
     """OFF107: numbers drawn by a host generator, then uploaded, where the device library draws them itself."""
     if use.api.library not in DEVICE_RNG or use.data is None or site.loop is None or once(site):
         return False  # drawn once (setup, a warm-up input): the copy is paid once
@@ -188,7 +188,7 @@ PYTHON_BUILDERS = frozenset({"builtins.list", "builtins.tuple", "builtins.int", 
                              "builtins.range", "builtins.sorted", "builtins.sum", "builtins.min", "builtins.max"})
 
 
-def _python_values(ctx: FileContext, site: CallSite, data: cst.BaseExpression, depth: int = 0) -> bool:
+def _python_values(ctx: FileContext, site: IndexedCall, data: cst.BaseExpression, depth: int = 0) -> bool:
     """Is the uploaded value built from Python numbers and lists (not an array the program computed)?"""
     if depth > 4:
         return False

@@ -133,18 +133,51 @@ def test_agreeing_reports_give_times_ratios_and_geomeans(tmp_path: Path) -> None
     assert proc.returncode == 0, proc.stderr
     rows = _rows(proc.stdout)
     assert list(rows) == list(OURS)
-    # kernel, batched, baseline, baseline-graph, Base_CUDA, tuning, RAJA_CUDA, bat/Base, graph/Base, diff, agree
+    # kernel, batched, baseline, baseline-graph, Base_CUDA, tuning, RAJA_CUDA, bat/Base, graph/Base, bat/fastest,
+    # diff, agree
     graph = (3.4e-3 + 3.6e-3) / 2 / 4.0e-3
     assert rows["ADD"][1:9] == ["3.400", "5.100", "3.500", "4.000", "block_256", "4.200", "0.85", f"{graph:.2f}"]
     assert rows["DOT"][4:7] == ["24.000", "blkatm_occgs_256", "25.000"]  # the fastest Base_CUDA tuning
     assert rows["DOT"][8] == "-"  # no baseline-graph in ours
     assert rows["TRIAD"][-1] == "yes" and rows["JACOBI_2D"][-1] == "yes"  # scale divided out, 50 x 40 = 2000 steps
-    assert rows["FIR_ALG"][4:] == ["-", "-", "-", "-", "-", "-", "-"]  # no RAJAPerf kernel of that name
+    assert rows["ADD"][9] == "0.85"  # Base_CUDA is the fastest run here
+    assert rows["FIR_ALG"][4:] == ["-"] * 8  # no RAJAPerf kernel of that name
     bat = [3.4 / 4.0, 12 / 24, 3.5 / 4.0, 17.5 / 17.5]
     expected = math.exp(sum(map(math.log, bat)) / 4)
     assert f"batched/Base_CUDA geomean {expected:.3f} over 4 kernels" in proc.stdout
     assert f"baseline-graph/Base_CUDA geomean {graph:.3f} over 1 kernels" in proc.stdout
+    base = [5.1 / 4.0, 20 / 24, 5.4 / 4.0, 21 / 17.5]
+    assert f"baseline/Base_CUDA geomean {math.exp(sum(map(math.log, base)) / 4):.3f} over 4 kernels" in proc.stdout
     assert "average of 3 pass(es)" in proc.stdout and "NVIDIA H200" in proc.stdout
+
+
+def test_slow_base_reductions_get_a_fair_summary_without_them_and_against_the_fastest_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # as on the H200: Base_CUDA's DOT only block-atomic and slow, RAJA_CUDA faster on DOT and JACOBI_2D
+    monkeypatch.setitem(TIMES, "Stream_DOT", {
+        ("Base_CUDA", "blkatm_direct_256"): 2.0, ("Base_CUDA", "blkatm_occgs_256"): 2.1,
+        ("RAJA_CUDA", "blkatm_direct_256"): 2.2, ("RAJA_CUDA", "blkdev_occgs_256"): 2.2e-2})
+    monkeypatch.setitem(TIMES, "Polybench_JACOBI_2D", {("Base_CUDA", "block_256"): 1.75e-2,
+                                                       ("RAJA_CUDA", "block_256"): 1.4e-2})
+    proc = compare(str(our_json(tmp_path / "r.json")), str(rajaperf_dir(tmp_path / "rp")))
+    assert proc.returncode == 0, proc.stderr
+    rows = _rows(proc.stdout)
+    assert rows["DOT"][4:10] == ["2000.000", "blkatm_direct_256", "22.000", f"{12 / 2000:.2f}", "-", f"{12 / 22:.2f}"]
+    assert rows["JACOBI_2D"][7] == "1.00" and rows["JACOBI_2D"][9] == f"{17.5 / 14:.2f}"
+
+    def line(label: str, ratios: list[float], note: str = "") -> str:
+        g = math.exp(sum(map(math.log, ratios)) / len(ratios))
+        return f"{label} geomean {g:.3f} over {len(ratios)} kernels{note}"
+
+    add, triad, graph = 3.4 / 4.0, 3.5 / 4.0, 3.5 / 4.0
+    lines = proc.stdout.splitlines()
+    assert line("batched/Base_CUDA", [add, 12 / 2000, triad, 1.0]) in lines
+    assert line("batched/Base_CUDA without the reductions (DOT, PI_REDUCE)", [add, triad, 1.0]) in lines
+    assert line("baseline-graph/Base_CUDA without the reductions (DOT, PI_REDUCE)", [graph]) in lines
+    note = " (per kernel the fastest of Base_CUDA, RAJA_CUDA and all their tunings)"
+    assert line("batched/fastest RAJAPerf", [add, 12 / 22, triad, 17.5 / 14], note) in lines
+    assert line("baseline-graph/fastest RAJAPerf", [graph], note) in lines
+    assert line("baseline/fastest RAJAPerf", [5.1 / 4.0, 20 / 22, 5.4 / 4.0, 21 / 14], note) in lines
 
 
 def test_minimum_reads_the_minimum_report_and_our_fastest_pass(tmp_path: Path) -> None:
@@ -231,6 +264,7 @@ def test_other_rajaperf_variants_can_be_set_beside_ours(tmp_path: Path) -> None:
     add = _rows(proc.stdout)["ADD"]
     assert add[4:7] == ["4.200", "block_256", f"{3.4 / 4.2:.2f}"]  # one RAJAPerf variant: one time column
     assert "over RAJA_CUDA and their tunings" in proc.stdout
+    assert "fastest" not in proc.stdout  # one variant: its fastest tuning is the denominator already
     nothing = compare(results, folder, "--variants", "Base_Seq")  # a variant the reports do not have
     assert nothing.returncode == 0 and _rows(nothing.stdout)["ADD"][4:] == ["-"] * 6
     too_many = compare(results, folder, "--variants", "Base_CUDA", "RAJA_CUDA", "Base_Seq")

@@ -1,0 +1,43 @@
+"""The check registry: rule codes to the functions that report them.
+
+A check is a function of a FileContext that reports through `ctx.report`.
+One function may serve several codes when they share their work (the
+transfer check classifies each call once for OFF101, OFF105-OFF108); the
+engine runs it once when any of its codes is enabled. OFF901 and OFF902 are
+reported by the engine itself (a file that cannot be read or parsed never
+reaches a check), so they are listed as DIAGNOSTICS.
+
+The registry lives apart from the package's `__init__`, which imports the
+check modules: each module imports `check` from here, so nothing imports
+the package that imports it.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ..context import FileContext
+
+Check = Callable[[FileContext], None]
+CHECKS: dict[str, Check] = {}
+DIAGNOSTICS = ("OFF901", "OFF902")
+
+
+def check(*codes: str) -> Callable[[Check], Check]:
+    def register(fn: Check) -> Check:
+        for code in codes:
+            if code in CHECKS:
+                raise RuntimeError(f"two checks for {code}")
+            CHECKS[code] = fn
+        return fn
+
+    return register
+
+
+def checks_for(enabled: frozenset[str]) -> list[Check]:
+    """Each check function once, in registration order, if any of its codes is enabled."""
+    out: list[Check] = []
+    for code, fn in CHECKS.items():
+        if code in enabled and fn not in out:
+            out.append(fn)
+    return out
