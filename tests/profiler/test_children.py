@@ -188,3 +188,23 @@ def test_post_import_fires_once_after_the_module_ran(tmp_path: Path, monkeypatch
     finally:
         hook.remove()
         sys.modules.pop("gpu_lib_stand_in", None)
+
+
+def test_the_targets_process_is_left_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import subprocess
+
+    from profiler.sources.children import ChildRecording
+
+    monkeypatch.setenv("PYTHONPATH", "/somewhere")
+    monkeypatch.delenv(ENV, raising=False)
+    real_exit, real_init = os._exit, subprocess.Popen.__init__
+    rec = ChildRecording("offload", False).start(on_os_exit=lambda code: None, detach=lambda: None)
+    assert os.environ["PYTHONPATH"] == f"{STARTUP}{os.pathsep}/somewhere" and Settings.decode(os.environ[ENV]).folder
+    assert os._exit is not real_exit and subprocess.Popen.__init__ is not real_init
+    folder = rec.folder
+    gathered = rec.stop()
+    assert gathered.parts == [] and gathered.unrecorded == [] and folder is not None and not folder.exists()
+    assert os.environ["PYTHONPATH"] == "/somewhere" and ENV not in os.environ
+    assert os._exit is real_exit and subprocess.Popen.__init__ is real_init
+    assert rec.stop().parts == [], "stopping twice is harmless"
