@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from profiler.model import Run
-from profiler.sources.children import ENV, STARTUP, PostImport, Settings, unrecordable
+from profiler.sources.handover import ENV, STARTUP, Settings
 
 from .kit import PROGRAMS, prof
 
@@ -130,64 +130,6 @@ def test_the_target_passes_the_hook_on_and_the_folder_goes(tmp_path: Path) -> No
         "the target's children get the start-up hook first on their path"
     folder = json.loads(seen["OFFLOAD_PROF_CHILDREN"])["folder"]
     assert not Path(folder).exists(), "the run's folder of parts is gone once the trace is written"
-
-
-# ------------------------------------------------------------------ the pieces, in this process
-OURS = {ENV: "{}", "PYTHONPATH": str(STARTUP)}
-
-
-@pytest.mark.parametrize("command, env, source, why", [
-    (["python3", "x.py"], None, "offload", ""),
-    (["/usr/bin/python3.12", "-B", "-W", "error", "x.py"], OURS, "offload", ""),
-    (["python", "-I", "x.py"], None, "offload", "started with -I, which skips the profiler's start-up hook"),
-    (["python", "-BsE", "-c", "pass"], None, "offload", "started with -E, which skips the profiler's start-up hook"),
-    (["python", "-X", "importtime", "-c", "-S"], None, "offload", ""),
-    (["python", "-c", "pass"], {"PATH": "/bin"}, "offload", "started with an environment of its own, without the profiler's variables"),
-    (["python", "-c", "pass"], {ENV: "{}"}, "offload", "started with an environment of its own, without the profiler's variables"),
-    (["nvidia-smi"], None, "offload", ""),
-    ([], None, "cupti", ""),
-])
-def test_which_children_cannot_record_themselves(command: list[str], env: dict[str, str] | None, source: str,
-                                                  why: str) -> None:
-    assert unrecordable(command, env, source) == why  # type: ignore[arg-type]
-
-
-def test_a_program_that_may_use_cuda_is_named_with_cupti_only(tmp_path: Path) -> None:
-    cuda_program = tmp_path / "saxpy"
-    cuda_program.write_bytes(b"\x7fELF" + bytes(4000) + b"libcuda.so.1\x00" + bytes(100))
-    plain = tmp_path / "uname"
-    plain.write_bytes(b"\x7fELF" + bytes(4000))
-    why = "not a Python program, and it may use CUDA: what it does on the GPU is not recorded"
-    assert unrecordable([str(cuda_program), "-n", "3"], None, "cupti") == why
-    assert unrecordable([str(cuda_program)], None, "offload") == "", "offload_core runs in Python only"
-    assert unrecordable([str(plain), "-p"], None, "cupti") == ""
-    assert unrecordable(["no-such-program-xyz"], None, "cupti") == ""
-
-
-def test_settings_round_trip_and_refuse_an_unknown_source() -> None:
-    s = Settings("/tmp/x", "cupti", False, "/src")
-    assert Settings.decode(s.encode()) == s
-    with pytest.raises(ValueError, match="unknown source 'rocm'"):
-        Settings.decode('{"folder": "f", "source": "rocm", "fingerprints": true, "root": "r"}')
-
-
-def test_post_import_fires_once_after_the_module_ran(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import importlib
-    import sys
-
-    (tmp_path / "gpu_lib_stand_in.py").write_text("LOADED = True\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    seen: list[tuple[str, bool]] = []
-    hook = PostImport(["gpu_lib_stand_in"], lambda name: seen.append((name, sys.modules[name].LOADED))).install()
-    try:
-        module = importlib.import_module("gpu_lib_stand_in")
-        importlib.reload(module)
-        assert seen == [("gpu_lib_stand_in", True)], "once, and after the module's own code"
-        assert hook not in sys.meta_path and module.__loader__.__class__.__name__ == "SourceFileLoader"
-        assert module.__spec__ is not None and module.__spec__.loader is module.__loader__
-    finally:
-        hook.remove()
-        sys.modules.pop("gpu_lib_stand_in", None)
 
 
 def test_the_targets_process_is_left_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
