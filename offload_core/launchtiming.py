@@ -17,8 +17,8 @@ A sampled launch issued on an idle stream is measured from its start
 event, recorded before the launch call, so the interval includes the
 host's time in that call; when the start event has already completed by
 the time the call returns (the stream was idle), that host time is taken
-off (what is left is the kernel to within about a microsecond; CUPTI
-measures kernels exactly). Without the correction a host-bound loop of
+off (what is left is the kernel to within about a microsecond, and never
+less than `MIN_KERNEL_NS`; CUPTI measures kernels exactly). Without the correction a host-bound loop of
 tiny kernels looks device-bound.
 
 `OFFLOAD_LAUNCH_TIMING=exact` times every launch with its own events, as
@@ -37,6 +37,8 @@ from .sites import Site
 
 #: one launch in this many of each kernel is timed with device events (the first always)
 SAMPLE_EVERY = 32
+#: the least a corrected sample is taken to last: an empty kernel's time on the device is about this
+MIN_KERNEL_NS = 1000
 TIMINGS = ("sampled", "exact")
 
 
@@ -149,7 +151,8 @@ class Sample:
     def resolve(self) -> tuple[int, int]:
         clock = self.timer.clock
         clock.wait(self.end)
-        duration = max(clock.between_ns(self.start, self.end) - self.correction, 0)
+        span = clock.between_ns(self.start, self.end)
+        duration = max(span - self.correction, min(span, MIN_KERNEL_NS))
         end = clock.at_ns(self.end)
         clock.release(self.start)
         clock.release(self.end)

@@ -123,7 +123,13 @@ def test_an_idle_stream_takes_the_launch_call_off_the_sample(got: list[events.Ev
     dev.schedule = [token[0].t + 1_000_000]  # the end event, 1 ms after the start event
     timer.finish("k", (token[0], before - 6000), 0, 0, None, "batched", None)  # 6 µs and more in the call
     events.flush()
-    assert len(got) == 1 and 0 < got[0].duration_ns <= 1_000_000 - 6000, "at least the 6 µs in the call come off"
+    assert len(got) == 1 and 1000 <= got[0].duration_ns <= 1_000_000 - 6000, "at least the 6 µs in the call come off"
+    token = timer.start("k")
+    assert token is not None
+    dev.schedule = [token[0].t + 2000]  # a kernel shorter than the host's time in the call
+    timer.finish("k", (token[0], token[1] - 6000), 0, 1, None, "batched", None)
+    events.flush()
+    assert got[1].duration_ns == 1000, "never shorter than an empty kernel"
 
 
 def test_exact_timing_times_every_launch(monkeypatch: pytest.MonkeyPatch) -> None:
