@@ -104,6 +104,11 @@ def load_records(path: Path) -> list[dict[str, Any]]:
     return data
 
 
+def applies(record: dict[str, Any], run: str) -> bool:
+    """A label made on the default run holds in every run (each adds rules); an audit label only in its own."""
+    return record.get("run", "default") in ("default", run)
+
+
 def rule_of(record: dict[str, Any]) -> str:
     return str(record.get("rule", ""))
 
@@ -133,7 +138,7 @@ def score(found: Iterable[Found], records: list[dict[str, Any]], judged: dict[tu
     by_key = {f.key: f for f in found}
     lines_hit = {(f.repo, f.path, f.line) for f in found}
     labelled = {(r["repo"], r["path"], r["line"], rule_of(r)) for r in records if r["verdict"] in ("tp", "fp")
-                and r.get("run", "default") == run}
+                and applies(r, run)}
     rows: dict[str, Row] = defaultdict(Row)
     missed: list[dict[str, Any]] = []
     for r in records:
@@ -147,7 +152,7 @@ def score(found: Iterable[Found], records: list[dict[str, Any]], judged: dict[tu
                 row.fn_caught += 1
             else:
                 missed.append(r)
-        elif r.get("run", "default") == run:
+        elif applies(r, run):
             row = rows[rule_of(r)]
             if r["verdict"] == "tp":
                 row.tp_known += 1
@@ -204,7 +209,7 @@ def precision(found: list[Found], records: list[dict[str, Any]], judged: dict[tu
               run: str) -> tuple[int, int, int]:
     """(right, wrong, unjudged) over every finding of the run."""
     verdicts = {(r["repo"], r["path"], r["line"], rule_of(r)): r["verdict"] for r in records
-                if r["verdict"] in ("tp", "fp") and r.get("run", "default") == run}
+                if r["verdict"] in ("tp", "fp") and applies(r, run)}
     fn_lines = {(r["repo"], r["path"], r["line"]) for r in records if r["verdict"] == "fn"}
     right = wrong = unjudged = 0
     for f in found:

@@ -208,6 +208,9 @@ class LoopFacts:
 
     def rare_conds(self, conds: tuple[tuple[cst.BaseExpression, bool], ...], loop: Loop) -> bool:
         """`rare_branch` for a statement's enclosing conditions (see there)."""
+        for test, taken in conds:
+            if any(_every_n(comparison) for comparison in _equalities(test, taken)):
+                return True  # `if step % 500 == 0:` around the loop too: it runs every N steps
         changed = self.changed_in(loop)
         for test, taken in conds[loop.cond_depth:]:
             for comparison in _equalities(test, taken):
@@ -301,3 +304,9 @@ def _equalities(test: cst.BaseExpression, taken: bool) -> list[cst.Comparison]:
         if constant and ((taken and equal) or (not taken and unequal)):
             return [test]
     return []
+
+
+def _every_n(comparison: cst.Comparison) -> bool:
+    """`x % n == c`: true once every n values of x."""
+    sides = [comparison.left, *(c.comparator for c in comparison.comparisons)]
+    return any(isinstance(side, cst.BinaryOperation) and isinstance(side.operator, cst.Modulo) for side in sides)

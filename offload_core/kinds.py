@@ -1,4 +1,4 @@
-"""The kinds of event: one vocabulary for offload_core's events, the profiler's records and the catalog.
+"""The kinds of event and the modes: one vocabulary for offload_core's events, the profiler's records and the catalog.
 
 An operation offload_core reports (`events.Event.kind`), a record in a
 trace (`profiler.trace.records.Record.kind`, from any source of events)
@@ -20,3 +20,7 @@ KINDS: Final[tuple[Kind, ...]] = get_args(Kind)
 #: the kinds that copy between host and device
 Direction = Literal["h2d", "d2h"]
 COPY_KINDS: Final[tuple[Direction, ...]] = get_args(Direction)
+
+#: the two paths a program runs on (`offload_core.set_mode`), which events and traces record
+Mode = Literal["naive", "batched"]
+MODES: Final[tuple[Mode, ...]] = get_args(Mode)

@@ -14,8 +14,7 @@ import os
 from .backends import NAMES as BACKEND_NAMES
 from .backends import Backend, create
 from .errors import BackendError, OffloadError
-
-MODES = ("naive", "batched")
+from .kinds import MODES
 
 
 class _Settings:

@@ -17,7 +17,9 @@ tests/test_import_graph.py and described in docs/design.md):
 * `profiler.commands`: one module per `offload-prof` command, listed in
   `profiler.commands.COMMANDS`; `profiler.cli` builds the parser from it.
 
-`profiler.errors` and `profiler.units` sit below every room;
+`profiler.errors`, `profiler.units` and `profiler.files` (bounded, safe
+reading of input files and atomic writing of output files) sit below
+every room;
 `profiler.cli`, `profiler.pytest_plugin` (the pytest fixture and marker)
 and `profiler.model` (the trace model under its public name) above them.
 `import profiler` loads none of them (the pytest plugin is imported by

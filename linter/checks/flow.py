@@ -17,6 +17,7 @@ from typing import Callable
 import libcst as cst
 
 from ..context import FileContext
+from ..loops import walk
 from ..index import IndexedCall, Event, WithItem
 from ..kernels import WRITES
 from .registry import check
@@ -123,22 +124,44 @@ class _Region:
         return f"{handle}.{method}({name})" if handle else f"{method}({name}) on the region (`with region(...) as r`)"
 
 
+# What a mapped array's host object answers without its data: metadata is not host access.
+METADATA_ATTRS = frozenset({"shape", "dtype", "size", "ndim", "nbytes", "itemsize", "strides", "flags"})
+METADATA_FUNCS = frozenset({
+    "builtins.len", "builtins.id", "builtins.type", "builtins.isinstance",
+    *(f"numpy.{f}" for f in ("shape", "ndim", "size", "empty_like", "zeros_like", "ones_like", "full_like",
+                             "result_type", "iscomplexobj", "isrealobj")),
+})
+
+
+def _reads_metadata(sem, site: IndexedCall) -> bool:  # type: ignore[no-untyped-def]
+    """len(y), np.empty_like(y), r.is_resident(y): calls that read shape, dtype or residency, not data."""
+    if sem.qualify(site.node.func) in METADATA_FUNCS:
+        return True
+    func = site.node.func
+    return isinstance(func, cst.Attribute) and func.attr.value == "is_resident" and sem.is_region_handle(
+        func.value, site.scope)
+
+
 @check("OFF203")
 def host_access_in_region(ctx: FileContext) -> None:
     sem = ctx.sem
     for scope in ctx.index.scopes:
         if not any(e.kind == "with" for e in scope.events):
             continue
-        exempt: set[int] = set()  # loads that are launch or update arguments, not host code
+        exempt: set[int] = set()  # loads that are launch or update arguments, or read metadata only
         for site in ctx.index.calls:
             if site.scope is not scope:
                 continue
             use = sem.classify(site.node, scope)
             skip_first = sem.is_offload(site)
-            if skip_first or sem.is_region(site.node) or (use is not None and use.api.library == "offload_core"):
+            if skip_first or sem.is_region(site.node) or (use is not None and use.api.library == "offload_core") \
+                    or _reads_metadata(sem, site):
                 for k, (start, end) in enumerate(site.arg_ranges):
                     if (k > 0 or not skip_first) and sem.array_root(site.node.args[k].value, scope) is not None:
                         exempt.update(range(start, end))
+        metadata = {id(node.value) for node in walk(scope.node)
+                    if isinstance(node, cst.Attribute) and node.attr.value in METADATA_ATTRS
+                    and isinstance(node.value, cst.Name)}  # y.shape, y.dtype: the host knows them
         stack: list[_Region] = []
 
         def find(node: cst.CSTNode) -> tuple[_Region, str] | None:
@@ -163,7 +186,7 @@ def host_access_in_region(ctx: FileContext) -> None:
             elif kind == "endwith":
                 if stack and stack[-1].item is event.extra:
                     stack.pop()
-            elif kind == "load" and index not in exempt:
+            elif kind == "load" and index not in exempt and id(event.node) not in metadata:
                 found = find(event.node)
                 if found and found[1] in found[0].device_newer:
                     region, root = found

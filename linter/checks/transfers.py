@@ -97,6 +97,8 @@ def _host_alloc(ctx: FileContext, site: IndexedCall, use: Classified, creators: 
     if qualname is None:
         return False
     head, _, creator = qualname.rpartition(".")
+    if creator.endswith("_like") and data.args and sem.array_lib(data.args[0].value, site.scope) is not None:
+        return False  # np.zeros_like(a device array) is made where the array is (NEP 18), no host copy
     inner_lib = None
     if head == "numpy" and creator in creators and use.api.library in ("cupy", "jax"):
         inner_lib = "numpy"
@@ -213,7 +215,7 @@ def _python_values(ctx: FileContext, site: IndexedCall, data: cst.BaseExpression
             return _python_values(ctx, site, data.args[0].value, depth + 1)  # torch.tensor([...]), np.array([...])
         return False
     if isinstance(data, cst.Name):
-        bindings = sem.assignments(data.value, site.scope)
+        bindings = sem.assignments(sem.name_of(data), site.scope)
         if not bindings:
             return False
         for how, value in bindings:

@@ -7,6 +7,7 @@ terminal can run one, else as the text the TUI would open on.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
@@ -20,10 +21,22 @@ if TYPE_CHECKING:
 DEFAULT_TRACE = "offload-prof.json"
 
 
-def load_trace(path: str) -> Run:
-    from ..trace.model import Run
+def positive_int(text: str) -> int:
+    """An option value of 1 or more (`--top`): argparse's `type`, so a bad one is argparse's one-line error."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
-    return Run.load(path)
+
+def load_trace(path: str) -> Run:
+    """The trace at `path`, ready for any analysis; a one-line `TraceError` for any bad file."""
+    from ..trace.model import Run, require_columns
+
+    return require_columns(Run.load(path), path)
 
 
 def model_link(run: Run, spec: str | None, no_model: bool) -> Link | None:
@@ -33,13 +46,24 @@ def model_link(run: Run, spec: str | None, no_model: bool) -> Link | None:
     return None if no_model else model_for(run, spec)[0]
 
 
-def check_writable(path: Path) -> None:
-    """A one-line error unless `path` can be created as a file (its folder exists, it is no folder itself)."""
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise ProfilerError(f"{path}: folder {parent} does not exist")
+def check_writable(path: Path, what: str = "trace") -> None:
+    """A one-line error unless `path` can be created as a file; its missing folders are created when it is written.
+
+    Every command that writes a file (`run`, `demo`, `export`,
+    `import-rocprof`, `gate --update-baseline`, `calibrate`) creates the
+    folders it names, as `mkdir -p` would, so the check is that no folder
+    stands at `path` and that the nearest folder that exists above it is
+    one the profiler may write into; it runs before any work is done.
+    """
     if path.is_dir():
-        raise ProfilerError(f"{path}: is a directory; give a file name for the trace")
+        raise ProfilerError(f"{path}: is a directory; give a file name for the {what}")
+    folder = path.parent
+    while not folder.exists() and not folder.is_symlink() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise ProfilerError(f"{path}: {folder} is not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ProfilerError(f"{path}: cannot create the {what} in {folder} (permission denied)")
 
 
 def save_trace(run: Run, output: Path) -> None:
@@ -48,6 +72,31 @@ def save_trace(run: Run, output: Path) -> None:
         run.save(output)
     except OSError as exc:
         raise ProfilerError(f"{output}: cannot write trace ({exc.strerror or exc})") from None
+
+
+def write_stdout(text: str) -> None:
+    """Print a command's result; a full disk or a closed terminal behind stdout is a one-line error.
+
+    A reader that went away (`offload-prof report x | head`) stays a
+    `BrokenPipeError`, which `profiler.cli` ends on quietly.
+    """
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise ProfilerError(f"cannot write to standard output ({exc.strerror or exc})") from None
+
+
+def abandon_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush cannot fail on the closed pipe again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no real descriptor behind stdout (a test's capture)
+        pass
 
 
 # ----------------------------------------------------------- tui and demo
@@ -75,7 +124,7 @@ def show(runs: Sequence[Run], paths: Sequence[str], args: argparse.Namespace) ->
         if not args.no_tui:
             print("offload-prof: no terminal, printing the comparison as text (open it with `offload-prof tui "
                   + " ".join(paths) + "`)", file=sys.stderr)
-        sys.stdout.write(render_runs(runs, paths, link))
+        write_stdout(render_runs(runs, paths, link))
         return 0
     from ..tui.app import run_app
     from ..tui.session import Session

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
-from .common import load_trace, model_link
+from .common import load_trace, model_link, positive_int, write_stdout
 
 NAME = "compare"
 HELP = "two traces side by side, with the ratios of wall time, copy time, bytes and counts"
@@ -16,15 +15,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("batched", help="trace of the batched path (or any second run)")
     p.add_argument("--link", help="model copy costs on this link profile (default on NumPy runs: pcie5-x16)")
     p.add_argument("--no-model", action="store_true", help="show measured figures only")
-    p.add_argument("--top", type=int, default=10, help="call sites to list (default: %(default)s)")
+    p.add_argument("--top", type=positive_int, default=10, help="call sites to list, at least 1 (default: %(default)s)")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: %(default)s)")
 
 
 def execute(args: argparse.Namespace) -> int:
     from ..analysis.detectors import detect
-    from ..outputs.report import render_compare
+    from ..outputs.report import render_compare, render_compare_json
 
     a, b = load_trace(args.naive), load_trace(args.batched)
     link = model_link(a, args.link, args.no_model)
-    sys.stdout.write(render_compare(a, b, detect(a, link=link), detect(b, link=link),
-                                    paths=(args.naive, args.batched), link=link, top=args.top))
+    render = render_compare_json if args.format == "json" else render_compare
+    write_stdout(render(a, b, detect(a, link=link), detect(b, link=link),
+                        paths=(args.naive, args.batched), link=link, top=args.top))
     return 0

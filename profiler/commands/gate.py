@@ -1,4 +1,13 @@
-"""`offload-prof gate RUN --baseline BASE [--budget FILE]`: CI fails on copy regressions (0 pass, 1 regression, 2 bad input)."""
+"""`offload-prof gate RUN --baseline BASE [--budget FILE]`: CI fails on copy regressions (0 pass, 1 regression, 2 bad input).
+
+Exit 1 means one thing only: the run copied differently from its baseline
+or beyond its budget. Everything that makes the comparison meaningless is
+bad input, exit 2, before any check runs: a run whose target raised, was
+interrupted or exited non-zero (it stopped short of the program's copies;
+`--allow-failed-target`), a run from another command, mode or backend
+than its baseline (`--allow-mismatch`), and a trace of no records or a
+gate with nothing to check (`--allow-empty`).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +16,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ..errors import ProfilerError
-from .common import load_trace
+from .common import abandon_stdout, check_writable, load_trace, write_stdout
 
 if TYPE_CHECKING:
     from ..trace.model import Run
@@ -23,37 +32,69 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--time", action="append", default=[], metavar="FIELD:TOL",
                    help="also gate a time on the baseline, e.g. copy:20%% or wall:5ms (repeatable)")
     p.add_argument("--allow-fewer", action="store_true", help="pass when copies went down (default: exact both ways)")
-    p.add_argument("--update-baseline", action="store_true", help="write the run's baseline to --baseline and pass")
+    p.add_argument("--update-baseline", action="store_true",
+                   help="write the run's baseline to --baseline and pass (how a baseline is first made)")
+    p.add_argument("--allow-failed-target", action="store_true",
+                   help="gate (or make a baseline of) a run whose target raised, was interrupted or exited non-zero")
+    p.add_argument("--allow-mismatch", action="store_true",
+                   help="compare a run with a baseline of another command, mode or backend")
     p.add_argument("--allow-empty", action="store_true",
-                   help="accept a trace of no records (default: refused, exit 2: the recording saw nothing)")
+                   help="accept a trace of no records, or a gate with nothing to check (default: refused, exit 2)")
     p.add_argument("--format", choices=("text", "github", "json"), default="text", help="output format (default: %(default)s)")
+    p.epilog = ("Make the baseline once with --update-baseline (commit it), then gate later runs against it. "
+                "Exit 2 also for a failed target, a baseline of another command, mode or backend, or nothing to "
+                "check; the --allow-* options accept those.")
 
 
 def execute(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from ..outputs.baseline import Baseline
     from ..outputs.budget import load_budget, parse_tolerance
-    from ..outputs.gate import checks_for, evaluate, render
+    from ..outputs.gate import checks_for, evaluate, mismatches, render, target_failure
 
     run = load_trace(args.run)
+    failure = target_failure(run)
+    if failure and not args.allow_failed_target:
+        raise ProfilerError(f"{args.run}: the recorded target {failure}, so it may have stopped short of the program's "
+                            "copies; record a clean run, or pass --allow-failed-target")
     if not run.records and not args.allow_empty:
         raise ProfilerError(f"{args.run}: the trace holds no records, so there is nothing to gate{_unrecorded(run)}; "
                             "pass --allow-empty if an empty trace is expected")
     if args.update_baseline:
         if not args.baseline:
             raise ProfilerError("--update-baseline needs --baseline PATH to write")
+        target = Path(args.baseline)
+        check_writable(target, "baseline")
         baseline = Baseline.from_run(run)
-        path = baseline.save(args.baseline)
-        print(f"offload-prof: wrote baseline {path} ({len(baseline.flows)} flows)", file=sys.stderr)
+        try:
+            path = baseline.save(target)
+        except OSError as exc:
+            raise ProfilerError(f"{target}: cannot write baseline ({exc.strerror or exc})") from None
+        print(f"offload-prof: wrote baseline {path} ({len(baseline.flows)} flow{'s' if len(baseline.flows) != 1 else ''})",
+              file=sys.stderr)
         return 0
     if not args.baseline and not args.budget:
-        raise ProfilerError("gate needs --baseline BASE and/or --budget FILE to check the run against")
+        raise ProfilerError("gate needs --baseline BASE and/or --budget FILE to check the run against "
+                            "(make a baseline with --baseline BASE --update-baseline)")
     base = Baseline.load(args.baseline) if args.baseline else None
+    if base is not None and not args.allow_mismatch:
+        differ = mismatches(run, base)
+        if differ:
+            raise ProfilerError(f"{args.run} is not a run of what {args.baseline} was made from ({'; '.join(differ)}); "
+                                "compare like with like, or pass --allow-mismatch")
     budget = load_budget(args.budget) if args.budget else None
     tolerances = [parse_tolerance(t) for t in args.time]
     if (tolerances or (budget is not None and budget.times)) and base is None:
         raise ProfilerError("time tolerances compare with a baseline; pass --baseline")
     result = evaluate(checks_for(run, base, budget, tolerances, args.allow_fewer))
-    sys.stdout.write(render(result, args.format))
+    if result.checks == 0 and not args.allow_empty:
+        raise ProfilerError("nothing to check: neither the run nor the baseline has copies, and no budget limit "
+                            "applies; pass --allow-empty to accept that")
+    try:
+        write_stdout(render(result, args.format))
+    except BrokenPipeError:  # the verdict stands whoever stopped reading it
+        abandon_stdout()
     return result.exit_code
 
 

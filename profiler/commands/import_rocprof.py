@@ -27,7 +27,10 @@ def execute(args: argparse.Namespace) -> int:
     check_writable(output)
     run = load_rocprof(args.results, pid=args.pid, command=["offload-prof", *args.raw_argv])
     save_trace(run, output)
+    from ..units import plural
+
     kinds = {k: sum(1 for _ in run.of_kind(k)) for k in ("h2d", "d2h", "launch", "sync")}
-    print(f"offload-prof: wrote {output} ({len(run.records)} records: {kinds['h2d']} H2D, {kinds['d2h']} D2H, "
-          f"{kinds['launch']} launches, {kinds['sync']} syncs; {run.meta.device})", file=sys.stderr)
+    print(f"offload-prof: wrote {output} ({plural(len(run.records), 'record')}: {kinds['h2d']} H2D, {kinds['d2h']} D2H, "
+          f"{plural(kinds['launch'], 'launch', 'launches')}, {plural(kinds['sync'], 'sync')}; {run.meta.device})",
+          file=sys.stderr)
     return 0

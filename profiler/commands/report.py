@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
-from .common import load_trace, model_link
+from .common import load_trace, model_link, positive_int, write_stdout
 
 NAME = "report"
 HELP = "totals, top call sites by copy time and findings of one trace"
@@ -15,7 +14,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("trace", help="a trace written by `offload-prof run`")
     p.add_argument("--link", help="model copy costs on this link profile (name or file; default on NumPy runs: pcie5-x16)")
     p.add_argument("--no-model", action="store_true", help="show measured figures only")
-    p.add_argument("--top", type=int, default=10, help="call sites to list (default: %(default)s)")
+    p.add_argument("--top", type=positive_int, default=10, help="call sites to list, at least 1 (default: %(default)s)")
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: %(default)s)")
 
 
@@ -27,5 +26,5 @@ def execute(args: argparse.Namespace) -> int:
     link = model_link(run, args.link, args.no_model)
     findings = detect(run, link=link)
     render = render_report_json if args.format == "json" else render_report
-    sys.stdout.write(render(run, findings, path=args.trace, link=link, top=args.top))
+    write_stdout(render(run, findings, path=args.trace, link=link, top=args.top))
     return 0

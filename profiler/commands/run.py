@@ -40,7 +40,7 @@ _VALUE_OPTIONS = {"-o", "--output", "--mode", "--link", "--source"}
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.usage = ("offload-prof run [--source offload|cupti] [--mode naive|batched|both] [-o PATH] [--no-fingerprints] "
-               "[--every-launch] (-- script.py | -m module) [ARGS ...]")
+               "[--every-launch] [--link NAME|FILE] (-- script.py | -m module) [ARGS ...]")
     p.add_argument("--source", choices=("offload", "cupti"), default="offload",
                    help="offload: offload_core's events (any backend); cupti: every CUDA copy, memset, kernel and "
                         "sync of the process via CUPTI, plain CuPy/PyTorch/Numba included (NVIDIA GPU and the "
@@ -48,7 +48,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mode", choices=("naive", "batched", "both"),
                    help="OFFLOAD_MODE for the target; 'both' runs it twice in fresh processes (default: as set)")
     p.add_argument("-o", "--output", default=DEFAULT_TRACE,
-                   help="trace file (default: %(default)s; with --mode both NAME.naive.json and NAME.batched.json)")
+                   help="trace file, its missing folders created (default: %(default)s; with --mode both "
+                        "NAME.naive.json and NAME.batched.json)")
     p.add_argument("--no-fingerprints", dest="fingerprints", action="store_false",
                    help="do not digest copied bytes (faster; OFF502/OFF503 then cannot run)")
     p.add_argument("--every-launch", action="store_true",

@@ -20,9 +20,11 @@ from typing import Any, Mapping
 
 from ..analysis.summary import Flow, totals
 from ..errors import TraceError
-from ..trace.model import Run
-from ..trace.records import DIRECTION_NAMES, Direction, relative_file
-from ..trace.tracefile import read_json_document, write_atomically
+from ..files import json_type, write_atomically
+from ..trace.model import Run, require_columns
+from ..trace.records import DIRECTION_NAMES, Direction, Meta, relative_file
+from ..trace.tracefile import read_json_document
+from ..units import INT64_MAX
 
 FORMAT = "offload-prof-baseline"
 SCHEMA_VERSION = 1
@@ -74,7 +76,7 @@ class Baseline:
         t = totals(run)
         times = {"wall": t.wall_ns, "copy": t.copies.ns, "h2d": t.h2d.ns, "d2h": t.d2h.ns,
                  "kernel": t.launches.ns, "sync": t.syncs.ns}
-        return cls(flows, times, lines, " ".join(run.meta.argv), run.meta.mode, run.meta.backend)
+        return cls(flows, times, lines, command_of(run.meta), run.meta.mode, run.meta.backend)
 
     def totals(self, direction: Direction) -> Flow:
         out = Flow()
@@ -100,9 +102,8 @@ class Baseline:
         }
 
     def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the baseline atomically, creating missing folders; `OSError` when it cannot be written."""
         target = Path(path)
-        if str(target.parent):
-            target.parent.mkdir(parents=True, exist_ok=True)
         write_atomically(target, (json.dumps(self.to_json(), indent=1, sort_keys=False) + "\n").encode())
         return target
 
@@ -112,9 +113,9 @@ class Baseline:
             return TraceError(f"{source}: {problem}")
 
         if not isinstance(data, dict):
-            raise fail("not an offload-prof baseline (expected a JSON object)")
+            raise fail(f"not an offload-prof baseline (the JSON is {json_type(data)}, not an object)")
         if data.get("format") == "offload-prof-trace":
-            return cls.from_run(Run.from_json(data, source))
+            return cls.from_run(require_columns(Run.from_json(data, source), source))
         if data.get("format") != FORMAT:
             raise fail(f"not an offload-prof baseline or trace (format {data.get('format')!r})")
         schema = data.get("schema")
@@ -125,7 +126,10 @@ class Baseline:
                        f"({SCHEMA_VERSION}); upgrade offload-guard")
         times = data.get("times_ns", {})
         if not isinstance(times, dict) or not all(k in TIME_FIELDS and _nat(v) for k, v in times.items()):
-            raise fail(f"'times_ns' must map {', '.join(TIME_FIELDS)} to non-negative integers")
+            raise fail(f"'times_ns' must map {', '.join(TIME_FIELDS)} to integers from 0 to 2^63-1")
+        for key in ("command", "mode", "backend"):
+            if not isinstance(data.get(key, ""), str):
+                raise fail(f"'{key}' must be a string, got {json_type(data[key])}")
         raw = data.get("flows")
         if not isinstance(raw, list):
             raise fail("missing list 'flows'")
@@ -135,7 +139,7 @@ class Baseline:
             strs = ("file", "function", "text", "kernel", "direction")
             if not (isinstance(item, dict) and all(isinstance(item.get(k), str) for k in strs)
                     and all(_nat(item.get(k)) for k in ("count", "bytes", "ns"))):
-                raise fail(f"flow {n} needs strings {', '.join(strs)} and non-negative integers count, bytes, ns")
+                raise fail(f"flow {n} needs strings {', '.join(strs)} and integers count, bytes, ns from 0 to 2^63-1")
             if item["direction"] not in DIRECTION_NAMES:
                 raise fail(f"flow {n}: direction {item['direction']!r} is not h2d or d2h")
             key = FlowKey(*(item[k] for k in strs))
@@ -144,8 +148,8 @@ class Baseline:
             flows[key] = Flow(item["count"], item["bytes"], item["ns"])
             if _nat(item.get("line")):
                 lines[key] = item["line"]
-        return cls(flows, {k: int(v) for k, v in times.items()}, lines, str(data.get("command", "")),
-                   str(data.get("mode", "")), str(data.get("backend", "")))
+        return cls(flows, {k: int(v) for k, v in times.items()}, lines, data.get("command", ""),
+                   data.get("mode", ""), data.get("backend", ""))
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Baseline:
@@ -153,5 +157,19 @@ class Baseline:
         return cls.from_json(read_json_document(path, "baseline"), str(path))
 
 
+def command_of(meta: Meta) -> str:
+    """The target's command line as baselines keep it: the script relative to the run's folder, then its arguments.
+
+    `./app.py`, `app.py` and `/checkout/app.py` run in `/checkout` are one
+    command, so that the gate's check that a run and its baseline come from
+    the same command does not depend on how the script was named.
+    """
+    argv = list(meta.argv)
+    if argv:
+        first = argv[0] if os.path.isabs(argv[0]) else os.path.normpath(argv[0])
+        argv[0] = relative_file(first, meta.cwd)
+    return " ".join(argv)
+
+
 def _nat(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= INT64_MAX

@@ -19,17 +19,16 @@ tolerance, because they vary from run to run. Every problem is a one-line
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..errors import ProfilerError
+from ..files import read_yaml
 from ..trace.records import COPY_KINDS, Direction
-from ..units import parse_duration, parse_size
+from ..units import INT64_MAX, parse_duration, parse_size, shown
 from .baseline import TIME_FIELDS, FlowKey
 
 _TOL = re.compile(r"^\s*(?P<field>[a-z0-9]+)\s*[:=]\s*(?P<tol>.+?)\s*$")
@@ -68,7 +67,7 @@ def parse_tolerance(text: str, source: str = "--time") -> Tolerance:
     """`copy:20%`, `wall=5ms` (as pytest-benchmark's `--benchmark-compare-fail` reads `min:5%`)."""
     m = _TOL.match(text)
     if not m:
-        raise ProfilerError(f"{source}: {text!r} is not FIELD:TOLERANCE (e.g. copy:20% or wall:5ms)")
+        raise ProfilerError(f"{source}: {shown(text)} is not FIELD:TOLERANCE (e.g. copy:20% or wall:5ms)")
     return tolerance(m.group("field"), m.group("tol"), source)
 
 
@@ -80,7 +79,9 @@ def tolerance(field: str, value: Any, source: str) -> Tolerance:
         try:
             pct = float(text[:-1])
         except ValueError:
-            raise ProfilerError(f"{source}: {field} tolerance {text!r} is not a percentage") from None
+            raise ProfilerError(f"{source}: {field} tolerance {shown(text)} is not a percentage") from None
+        if not math.isfinite(pct):
+            raise ProfilerError(f"{source}: {field} tolerance {shown(text)} is not a finite percentage")
         if pct < 0:
             raise ProfilerError(f"{source}: {field} tolerance must not be negative")
         return Tolerance(field, percent=pct)
@@ -118,12 +119,7 @@ class Budget:
 
 def load_budget(path: str | os.PathLike[str]) -> Budget:
     name = str(path)
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ProfilerError(f"{name}: cannot read budget ({exc.strerror or exc})") from None
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise ProfilerError(f"{name}: invalid YAML ({str(exc).splitlines()[0]})") from None
+    data = read_yaml(path, "budget")
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -147,17 +143,23 @@ def load_budget(path: str | os.PathLike[str]) -> Budget:
         match = item["match"].strip()
         file, _, function = match.partition(":")
         limits = {d: _limit(item[d], f"{where}.{d}") for d in COPY_KINDS if d in item}
+        if not limits:
+            raise ProfilerError(f"{where} ({match}) sets no limit; give it h2d and/or d2h")
         sites.append(SiteBudget(match, file, function or None, limits))
     times = data.get("time", {}) or {}
     if not isinstance(times, dict):
         raise ProfilerError(f"{name}: 'time' maps fields ({', '.join(TIME_FIELDS)}) to tolerances")
-    return Budget(
+    budget = Budget(
         path=name, totals=totals,
         launches=_count(data.get("launches"), f"{name}: launches"),
         syncs=_count(data.get("syncs"), f"{name}: syncs"),
         sites=tuple(sites),
         times=tuple(tolerance(str(k), v, f"{name}: time") for k, v in times.items()),
     )
+    if not (budget.totals or budget.launches is not None or budget.syncs is not None or budget.sites or budget.times):
+        # a gate that checks nothing passes everything: say so instead of "gate passed (0 checks)"
+        raise ProfilerError(f"{name}: the budget sets no limits; give h2d, d2h, syncs, launches, sites or time")
+    return budget
 
 
 def _limit(value: Any, where: str) -> Limit:
@@ -177,6 +179,6 @@ def _limit(value: Any, where: str) -> Limit:
 def _count(value: Any, where: str) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ProfilerError(f"{where} must be a non-negative integer, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= INT64_MAX:
+        raise ProfilerError(f"{where} must be an integer from 0 to 2^63-1, got {shown(value)}")
     return value

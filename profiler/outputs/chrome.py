@@ -1,4 +1,4 @@
-"""Chrome Trace Event export (`offload-prof export --chrome`), for Perfetto and chrome://tracing.
+"""Chrome Trace Event export (`offload-prof export`, its default format), for Perfetto and chrome://tracing.
 
 Each run becomes one process; its records become complete ("X") slices on
 one track per kind of work: H2D copies, D2H copies, kernel launches,
@@ -17,9 +17,9 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..files import write_atomically
 from ..trace.model import Run
 from ..trace.records import DIRECTION_NAMES, relative_file
-from ..trace.tracefile import write_atomically
 
 TRACKS = {"h2d": (1, "H2D copies"), "d2h": (2, "D2H copies"), "launch": (3, "kernels"), "sync": (4, "syncs"),
           "region": (5, "regions"), "memory": (6, "device memory")}

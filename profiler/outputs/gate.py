@@ -22,7 +22,7 @@ from offload_core.github import annotation
 from ..analysis.summary import Flow, totals
 from ..trace.model import Run
 from ..trace.records import DIRECTION_NAMES, Direction
-from ..units import fmt_bytes, fmt_ns
+from ..units import fmt_bytes, fmt_ns, plural
 from .baseline import Baseline, FlowKey
 from .budget import Budget, Limit, SiteBudget, Tolerance
 
@@ -61,13 +61,15 @@ class FlowCheck:
         where = self.key.label()
         file = self.key.file or None
         if self.base is None:
-            return Failure(f"new copies: {where}: {cur.count} copies, {fmt_bytes(cur.nbytes)} (not in the baseline)",
+            return Failure(f"new copies: {where}: {plural(cur.count, 'copy', 'copies')}, {fmt_bytes(cur.nbytes)} "
+                           "(not in the baseline)",
                            file, self.line)
         fewer = cur.count <= base.count and cur.nbytes <= base.nbytes
         if fewer and self.allow_fewer:
             return None
         if self.current is None:
-            return Failure(f"copies gone: {where}: the baseline has {base.count} copies, {fmt_bytes(base.nbytes)}; "
+            return Failure(f"copies gone: {where}: the baseline has {plural(base.count, 'copy', 'copies')}, "
+                           f"{fmt_bytes(base.nbytes)}; "
                            "accept with --update-baseline", file, self.line, "improvement")
         diff = f"count {cur.count} (baseline {base.count}), bytes {fmt_bytes(cur.nbytes)} (baseline {fmt_bytes(base.nbytes)})"
         if fewer:
@@ -123,6 +125,39 @@ class GateResult:
     @property
     def exit_code(self) -> int:
         return 0 if self.passed else 1
+
+
+# ------------------------------------------------------ what the gate refuses
+def target_failure(run: Run) -> str | None:
+    """How the recorded target failed (`raised, exit 1`), or None when it ran to a clean end.
+
+    A run that stopped early copied only part of what the program copies,
+    so it can pass a budget or match nothing in a baseline by accident;
+    the gate refuses it unless told otherwise.
+    """
+    m = run.meta
+    if m.outcome == "exception":
+        return f"raised an exception (exit {m.exit_code})"
+    if m.outcome == "interrupted":
+        return f"was interrupted (exit {m.exit_code})"
+    if m.outcome == "exit" and m.exit_code != 0:
+        return f"exited with status {m.exit_code}"
+    return None
+
+
+def mismatches(run: Run, baseline: Baseline) -> list[str]:
+    """How the run differs from the run its baseline was taken from: command, mode, backend (empty: alike).
+
+    A field the baseline does not record (an older or hand-written one)
+    is not compared.
+    """
+    current = Baseline.from_run(run)
+    out = []
+    for name, mine, theirs in (("command", current.command, baseline.command), ("mode", current.mode, baseline.mode),
+                               ("backend", current.backend, baseline.backend)):
+        if theirs and mine != theirs:
+            out.append(f"{name} {mine or '(none)'!r}, baseline {theirs!r}")
+    return out
 
 
 def checks_for(
@@ -190,7 +225,7 @@ def render(result: GateResult, fmt: Literal["text", "github", "json"]) -> str:
         if fmt == "github":
             lines.append(annotation("error", f.message, file=f.file or None, line=(f.line or 1) if f.file else None,
                                     title="offload-prof gate"))
-    verdict = "passed" if result.passed else f"FAILED: {len(result.failures)} of {result.checks} checks"
-    lines.append(f"gate {verdict}" + (f" ({result.checks} checks)" if result.passed else ""))
+    verdict = "passed" if result.passed else f"FAILED: {len(result.failures)} of {plural(result.checks, 'check')}"
+    lines.append(f"gate {verdict}" + (f" ({plural(result.checks, 'check')})" if result.passed else ""))
     return "\n".join(lines) + "\n"
 

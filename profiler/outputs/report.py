@@ -20,7 +20,7 @@ from ..analysis.detectors import Finding, detect, needs_fingerprints
 from ..analysis.summary import Flow, SiteSummary, Totals, by_site, totals
 from ..trace.model import Run
 from ..trace.records import Link, Site, relative_file
-from ..units import fmt_bytes, fmt_ns, fmt_ratio
+from ..units import fmt_bytes, fmt_ns, fmt_ratio, plural
 
 
 def table(rows: Sequence[Sequence[str]], header: Sequence[str], left: int = 1) -> list[str]:
@@ -133,7 +133,7 @@ def render_report(run: Run, findings: Sequence[Finding], *, path: str, link: Lin
     lines = header_lines(run, path)
     share = f" ({100 * t.copy_share:.1f}% of wall)" if t.wall_ns else ""
     lines.append(f"wall     {fmt_ns(t.wall_ns)}; copies {fmt_ns(t.copies.ns)}{share}; "
-                 f"{t.launches.count} launches in {t.regions} region(s)")
+                 f"{plural(t.launches.count, 'launch', 'launches')} in {t.regions} region(s)")
     lines += link_note(link, run)
     lines += ["", "totals", *totals_lines(t, modelled, f" ({link.name})" if link else "",
                                           link is not None and link.sync_us is not None)]
@@ -210,6 +210,31 @@ def _compare_sites(a: Run, b: Run, link: Link | None, top: int, names: tuple[str
     return table(rows, ["call site", f"copies ({names[0]})", f"copies ({names[1]})", f"time ({names[0]})", f"time ({names[1]})"])
 
 
+def render_compare_json(
+    naive: Run, batched: Run, naive_findings: Sequence[Finding], batched_findings: Sequence[Finding],
+    *, paths: tuple[str, str], link: Link | None = None, top: int = 10,
+) -> str:
+    """`compare --format json`: each run (meta, totals, findings), the ratios of the text table, the top call sites."""
+    a, b = totals(naive, link), totals(batched, link)
+    names = run_names((naive, batched))
+
+    def ratio(x: float | None, y: float | None) -> float | None:
+        return None if x is None or y is None or y == 0 else x / y
+
+    ratios = {
+        "wall": ratio(a.wall_ns, b.wall_ns), "copy": ratio(a.copies.ns, b.copies.ns),
+        "copy_modelled": ratio(a.copies.modelled_ns, b.copies.modelled_ns), "kernel": ratio(a.launches.ns, b.launches.ns),
+        "h2d_count": ratio(a.h2d.count, b.h2d.count), "h2d_bytes": ratio(a.h2d.nbytes, b.h2d.nbytes),
+        "d2h_count": ratio(a.d2h.count, b.d2h.count), "d2h_bytes": ratio(a.d2h.nbytes, b.d2h.nbytes),
+        "launches": ratio(a.launches.count, b.launches.count), "syncs": ratio(a.syncs.count, b.syncs.count),
+    }
+    runs = [{"trace": path, "name": name, "meta": asdict(run.meta), "totals": asdict(t),
+             "sites": [asdict(s) for s in by_site(run, link)[:top]], "findings": [asdict(f) for f in found]}
+            for path, name, run, t, found in zip(paths, names, (naive, batched), (a, b), (naive_findings, batched_findings))]
+    doc = {"link": None if link is None else asdict(link), "runs": runs, "ratios": ratios}
+    return json.dumps(doc, indent=1) + "\n"
+
+
 # ------------------------------------------------------- the headline sentence
 def times(ratio: float) -> str:
     """`139x`, `23.7x`, `4.21x`: three significant figures without exponents."""
@@ -232,20 +257,72 @@ def percent(part: float, whole: float) -> str:
 Named = Sequence[tuple[str, Totals]]
 
 
-def ratio_sentence(runs: Named) -> str:
-    """`batched is 139x faster; 99% of the naive run was copies` (or the one-run form), from (name, totals)."""
+def exact_sentence(runs: Named) -> str:
+    """`batched: 67.6x fewer copies (17 vs 1,150), 60.6x fewer bytes (23.1 MB vs 1.4 GB)`, or `naive: 62 copies, 24.8 MB`.
+
+    Counts and bytes are the same on every machine and every run, so the
+    headline leads with them; times, which follow the machine's load, come
+    after (`ratio_sentence`).
+    """
+    (first, a), *rest = runs
+    if not rest:
+        return f"{first}: {plural(a.copies.count, 'copy', 'copies')}, {fmt_bytes(a.copies.nbytes)}"
+    second, b = rest[0]
+    x, y = a.copies, b.copies
+    if x.count == 0 and y.count == 0:
+        return f"no copies in either run ({first}, {second})"
+    if y.count == 0:
+        return f"{second}: no copies ({first}: {plural(x.count, 'copy', 'copies')}, {fmt_bytes(x.nbytes)})"
+    return (f"{second}: {_fewer(x.count, y.count, 'copies')} ({y.count:,} vs {x.count:,}), "
+            f"{_fewer(x.nbytes, y.nbytes, 'bytes')} ({fmt_bytes(y.nbytes)} vs {fmt_bytes(x.nbytes)})")
+
+
+def _fewer(base: int, other: int, what: str) -> str:
+    if other == base:
+        return f"as many {what}"
+    if other == 0:
+        return f"no {what}"
+    if other < base:
+        return f"{times(base / other)} fewer {what}"
+    return f"{times(other / base)} more {what}" if base else f"more {what}"
+
+
+def ratio_sentence(runs: Named, samples: Sequence[Sequence[int]] = ()) -> str:
+    """`batched is 139x faster; 99% of the naive run was copies` (or the one-run form), from (name, totals).
+
+    `samples` are the runs' wall times per repeat (`Meta.wall_samples_ns`)
+    when each was recorded several times, paired by position: the ratio is
+    then of the median runs, followed by how many repeats and the range of
+    the per-repeat ratios, so a reader sees how much the machine moved it.
+    """
     (first, a), *rest = runs
     share = percent(a.copies.ns, a.wall_ns)
     if not rest:
         return f"{share} of the {first} run was copies"
     second, b = rest[0]
     if a.wall_ns <= 0 or b.wall_ns <= 0:
-        speed = f"{second} and {first} have no wall time to compare"
-    elif a.wall_ns >= b.wall_ns:
+        return f"{second} and {first} have no wall time to compare; {share} of the {first} run was copies"
+    faster = a.wall_ns >= b.wall_ns
+    if faster:
         speed = f"{second} is {times(a.wall_ns / b.wall_ns)} faster"
     else:
         speed = f"{second} is {times(b.wall_ns / a.wall_ns)} slower"
-    return f"{speed}; {share} of the {first} run was copies"
+    return f"{speed}{_spread(samples, faster)}; {share} of the {first} run was copies"
+
+
+def _spread(samples: Sequence[Sequence[int]], faster: bool) -> str:
+    """` (median of 5 repeats, range 0.95x-1.10x)`: the same ratio repeat by repeat, lowest and highest.
+
+    A range that straddles 1x says the difference in time is within what
+    the machine's load moves it.
+    """
+    if len(samples) != 2 or len(samples[0]) < 2 or len(samples[0]) != len(samples[1]):
+        return ""
+    pairs = [(x, y) for x, y in zip(*samples) if x > 0 and y > 0]
+    if len(pairs) != len(samples[0]):
+        return ""
+    ratios = [x / y if faster else y / x for x, y in pairs]
+    return f" (median of {len(ratios)} repeats, range {times(min(ratios))}-{times(max(ratios))})"
 
 
 def modelled_clause(runs: Named, link: Link | None) -> str:
@@ -257,11 +334,12 @@ def modelled_clause(runs: Named, link: Link | None) -> str:
 
 
 def render_runs(runs: Sequence[Run], paths: Sequence[str], link: Link | None) -> str:
-    """What the TUI would open on, as text: `compare` plus the ratio sentence for two runs, `report` for one."""
+    """What the TUI would open on, as text: `compare` and the headline's sentences for two runs, `report` for one."""
     if len(runs) == 1:
         return render_report(runs[0], detect(runs[0], link=link), path=paths[0], link=link)
     text = render_compare(runs[0], runs[1], detect(runs[0], link=link), detect(runs[1], link=link),
                           paths=(paths[0], paths[1]), link=link)
     named = [(name, totals(run, link)) for name, run in zip(run_names(runs), runs)]
     clause = modelled_clause(named, link)
-    return text + "\n" + ratio_sentence(named) + "\n" + (clause + "\n" if clause else "")
+    measured = "measured: " + ratio_sentence(named, [run.meta.wall_samples_ns for run in runs])
+    return text + "\n" + exact_sentence(named) + "\n" + (clause + "\n" if clause else "") + measured + "\n"

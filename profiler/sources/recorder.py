@@ -11,6 +11,18 @@ once in `run()`, after the program has finished.
 On a GPU most launches get a device time estimated from sampled ones
 (`offload_core.launchtiming`); the run's `meta.estimated` then says so.
 
+Threads. offload_core delivers each event on the thread that issued (or
+flushed) it, so with a threaded program the hot path runs on many threads
+at once. It stays one `list.append`, which is atomic (under the GIL, and
+with a per-list lock in free-threaded CPython), so no event is lost or
+torn and `raw` holds them in the order they were delivered. Everything
+else, `start`, `stop` and `run`, takes the recorder's lock: two threads
+starting one recorder get one subscription and a `RuntimeError`, not two
+subscriptions and every event twice, and `run` while threads still record
+builds its `Run` from a snapshot of what was delivered by then. Records of
+different threads interleave in delivery order; each thread's own records
+keep their order.
+
 Content fingerprints (`fingerprints=True`) let the detectors tell a
 re-upload of unchanged data from an upload of new data, but offload_core
 computes them with a pass over every copied byte, so they are opt-in:
@@ -21,6 +33,7 @@ after the copy is timed), only the wall time grows.
 from __future__ import annotations
 
 import linecache
+import threading
 import time
 from dataclasses import replace
 from types import TracebackType
@@ -53,25 +66,29 @@ class Recorder:
         self._mode = ""
         self._estimates = 0  # the backend's count of estimated launch times at start()
         self._estimated = 0  # launches given an estimated device time while recording
+        #: serialises start, stop and run (never taken on the hot path)
+        self._lock = threading.RLock()
 
     @property
     def active(self) -> bool:
         return self._unsubscribe is not None
 
     def start(self) -> Recorder:
-        if self._unsubscribe is not None:
-            raise RuntimeError("this recorder is already recording")
-        be = get_backend()
-        self._backend = (be.name, be.device)
-        self._mode = get_mode()
-        self._estimates = be.timer.estimates if be.timer is not None else 0
-        self._estimated = 0
-        self._started_at = started_now()
-        self._t0 = time.perf_counter_ns()
-        self._t1 = 0
-        self._fn = self.raw.append
-        self._unsubscribe = events.subscribe(self._fn, fingerprints=self.fingerprints, rows=True)
-        return self
+        """Subscribe to offload_core's events; a `RuntimeError` when this recorder records already."""
+        with self._lock:
+            if self._unsubscribe is not None:
+                raise RuntimeError("this recorder is already recording")
+            be = get_backend()
+            self._backend = (be.name, be.device)
+            self._mode = get_mode()
+            self._estimates = be.timer.estimates if be.timer is not None else 0
+            self._estimated = 0
+            self._started_at = started_now()
+            self._t0 = time.perf_counter_ns()
+            self._t1 = 0
+            self._fn = self.raw.append
+            self._unsubscribe = events.subscribe(self._fn, fingerprints=self.fingerprints, rows=True)
+            return self
 
     def origin_ns(self) -> int:
         """The `perf_counter_ns` value the run's times count from (its start)."""
@@ -84,21 +101,22 @@ class Recorder:
             self._unsubscribe = None
 
     def stop(self) -> None:
-        """Stop recording; events still waiting for device timings are delivered first."""
-        if self._unsubscribe is None:
-            return
-        unsubscribe, self._unsubscribe = self._unsubscribe, None
-        unsubscribe()
-        self._t1 = time.perf_counter_ns()
-        # A program may pick its backend itself (set_backend at its start): the
-        # metadata names the backend the work ended on.
-        try:
-            be = get_backend()
-        except Exception:  # a backend the program broke must not lose the trace
-            return
-        self._backend = (be.name, be.device)
-        if be.timer is not None:
-            self._estimated = max(be.timer.estimates - self._estimates, 0)
+        """Stop recording; events still waiting for device timings are delivered first. Stopping twice is a no-op."""
+        with self._lock:
+            if self._unsubscribe is None:
+                return
+            unsubscribe, self._unsubscribe = self._unsubscribe, None
+            unsubscribe()
+            self._t1 = time.perf_counter_ns()
+            # A program may pick its backend itself (set_backend at its start): the
+            # metadata names the backend the work ended on.
+            try:
+                be = get_backend()
+            except Exception:  # a backend the program broke must not lose the trace
+                return
+            self._backend = (be.name, be.device)
+            if be.timer is not None:
+                self._estimated = max(be.timer.estimates - self._estimates, 0)
 
     def notes(self) -> list[str]:
         """Nothing to add: every event offload_core emits fits the trace model."""
@@ -119,20 +137,23 @@ class Recorder:
         exit_code: int = 0,
         link: Link | None = None,
     ) -> Run:
-        """The recorded events as a `Run` (callable while recording, for a snapshot)."""
-        end = self._t1 or time.perf_counter_ns()
-        t0 = self._t0
+        """The recorded events as a `Run` (callable while recording, from any thread: a snapshot)."""
+        with self._lock:
+            end = self._t1 or time.perf_counter_ns()
+            t0 = self._t0
+            delivered = self.raw[:]  # one copy, atomic against the appends of recording threads
+            backend, device, mode, started_at = *self._backend, self._mode, self._started_at
+            estimated = self._estimated
         sites = _SiteTable()
         # rows: kind, nbytes, pinned, start_ns, duration_ns, kernel, launch, param, array, callsite, mode, region, fp
         records = tuple(
             Record(k, start - t0, duration, nbytes, pinned, kernel, launch, param, array, sites.get(site), region,
                    mode, fp)
-            for k, nbytes, pinned, start, duration, kernel, launch, param, array, site, mode, region, fp in list(self.raw)
+            for k, nbytes, pinned, start, duration, kernel, launch, param, array, site, mode, region, fp in delivered
         )
-        meta = recorded_meta(backend=self._backend[0], device=self._backend[1], mode=self._mode,
-                             started_at=self._started_at, wall_ns=end - t0, fingerprints=self.fingerprints,
-                             command=command, argv=argv, outcome=outcome, exit_code=exit_code, link=link,
-                             estimated=ESTIMATED_LAUNCH_TIMES if self._estimated else ())
+        meta = recorded_meta(backend=backend, device=device, mode=mode, started_at=started_at, wall_ns=end - t0,
+                             fingerprints=self.fingerprints, command=command, argv=argv, outcome=outcome,
+                             exit_code=exit_code, link=link, estimated=ESTIMATED_LAUNCH_TIMES if estimated else ())
         return Run(meta, records)
 
 

@@ -36,7 +36,8 @@ from .. import __version__
 from ..errors import TraceError
 from ..trace.model import Run
 from ..trace.records import Direction, Meta, Record, Site
-from ..trace.tracefile import read_json_document
+from ..files import decode_json, read_input
+from ..units import INT64_MAX
 
 TOOL_KEY = "rocprofiler-sdk-tool"
 DIRECTIONS: dict[str, Direction] = {"HOST_TO_DEVICE": "h2d", "DEVICE_TO_HOST": "d2h"}
@@ -58,33 +59,38 @@ class _Event:
 def load_rocprof(path: str | os.PathLike[str], *, pid: int | None = None, command: Sequence[str] = ()) -> Run:
     """The Run in a rocprofv3 `results.json`; a one-line `TraceError` for anything else."""
     name = str(path)
-    _refuse_other_formats(Path(path))
-    data = read_json_document(path, "rocprofv3 JSON")
+    if Path(path).suffix.lower() == ".csv":
+        raise TraceError(f"{name}: rocprofv3's CSV files carry no byte counts for copies; {JSON_HINT} "
+                         "and import results.json")
+    raw = read_input(path, "rocprofv3 JSON")
+    if raw.startswith(b"SQLite format 3"):
+        raise TraceError(f"{name}: a rocpd database (rocprofv3's default output), not JSON; {JSON_HINT}")
+    data = decode_json(raw, name, "rocprofv3 JSON")
     processes = data.get(TOOL_KEY) if isinstance(data, dict) else None
     if not isinstance(processes, list) or not processes:
         raise TraceError(f"{name}: not rocprofv3 JSON output (no '{TOOL_KEY}' list); {JSON_HINT}")
-    chosen = _choose(name, processes, pid)
     try:
-        return _convert(name, chosen, command)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise TraceError(f"{name}: unexpected rocprofv3 JSON layout ({type(exc).__name__}: {exc})") from None
+        run = _convert(name, _choose(name, processes, pid), command)
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError, IndexError) as exc:
+        raise TraceError(f"{name}: unexpected rocprofv3 JSON layout ({type(exc).__name__}: "
+                         f"{str(exc).splitlines()[0] if str(exc) else '?'})") from None
+    return _checked(name, run)
 
 
-def _refuse_other_formats(path: Path) -> None:
-    try:
-        with path.open("rb") as fh:
-            head = fh.read(16)
-    except OSError:
-        return  # read_json_document reports it
-    if head.startswith(b"SQLite format 3"):
-        raise TraceError(f"{path}: a rocpd database (rocprofv3's default output), not JSON; {JSON_HINT}")
-    if path.suffix.lower() == ".csv":
-        raise TraceError(f"{path}: rocprofv3's CSV files carry no byte counts for copies; {JSON_HINT} "
-                         "and import results.json")
+def _checked(name: str, run: Run) -> Run:
+    """`run`, if every figure fits a trace (64-bit, bytes and durations not negative); a `TraceError` else."""
+    for n, r in enumerate(run.records):
+        if r.nbytes < 0:
+            raise TraceError(f"{name}: record {n} ({r.kind}) has a negative byte count {r.nbytes}")
+        if not (-INT64_MAX <= r.start_ns <= INT64_MAX and 0 <= r.duration_ns <= INT64_MAX and r.nbytes <= INT64_MAX):
+            raise TraceError(f"{name}: record {n} ({r.kind}) has a time or byte count beyond 64 bits")
+    if run.meta.wall_ns > INT64_MAX:
+        raise TraceError(f"{name}: the run's wall time is beyond 64 bits")
+    return run
 
 
 def _choose(name: str, processes: list[Any], pid: int | None) -> dict[str, Any]:
-    pids = [(p.get("metadata") or {}).get("pid") for p in processes if isinstance(p, dict)]
+    pids = [(p.get("metadata") or {}).get("pid") if isinstance(p, dict) else None for p in processes]
     if pid is not None:
         for p, found in zip(processes, pids):
             if found == pid:

@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence, overload
 
 import numpy as np
 
 from ..errors import TraceError
+from ..units import shown
 from .records import KINDS, Kind, Record, Site
 
 #: the stand-in for None in the integer columns that may be null
@@ -296,6 +298,7 @@ class RecordTable(Sequence[Record]):
 
 
 # ------------------------------------------------------------- encoding
+_DTYPE_CODE = re.compile(r"[<>|=]?[iu][1248]\Z")
 _DTYPES = (np.uint8, np.int8, np.uint16, np.int16, np.int32, np.int64)
 
 
@@ -312,12 +315,11 @@ def _pack(values: np.ndarray) -> dict[str, Any]:
 def _unpack(entry: Any, name: str, count: int, fail: Callable[[str], TraceError]) -> np.ndarray:
     if not isinstance(entry, dict) or not isinstance(entry.get("dtype"), str) or not isinstance(entry.get("data"), str):
         raise fail(f"column '{name}' must be an object with 'dtype' and 'data'")
-    try:
-        dtype = np.dtype(entry["dtype"])
-    except TypeError:
-        dtype = None
-    if dtype is None or dtype.kind not in "iu" or dtype.itemsize > 8:
-        raise fail(f"column '{name}': dtype {entry['dtype']!r} is not an integer type")
+    # only the plain integer type codes `_pack` writes: numpy.dtype() parses far
+    # more (structured types, subarrays) and raises more than one kind of error
+    if not _DTYPE_CODE.match(entry["dtype"]):
+        raise fail(f"column '{name}': dtype {shown(entry['dtype'])} is not an integer type")
+    dtype = np.dtype(entry["dtype"])
     try:
         raw = base64.b64decode(entry["data"], validate=True)
     except (binascii.Error, ValueError):

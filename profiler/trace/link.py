@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from ..errors import ProfilerError
+from ..files import read_yaml
 from .model import Run
 from .records import Link
 
@@ -46,12 +47,7 @@ def user_dir() -> Path:
 def load_link(path: str | os.PathLike[str]) -> Link:
     """One profile file; `ProfilerError` naming the file on any problem."""
     name = str(path)
-    try:
-        data: Any = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ProfilerError(f"{name}: cannot read link profile ({exc.strerror or exc})") from None
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise ProfilerError(f"{name}: not a link profile (invalid YAML: {str(exc).splitlines()[0]})") from None
+    data: Any = read_yaml(path, "link profile")
     if not isinstance(data, dict):
         raise ProfilerError(f"{name}: a link profile is a mapping of figures")
     try:

@@ -25,6 +25,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
+from ..errors import TraceError
 from . import tracefile
 from .records import Kind, Meta, Record, Site
 
@@ -103,6 +104,20 @@ class Run:
     def load(cls, path: str | os.PathLike[str]) -> Run:
         """Read a trace written by `save`; `TraceError` with one line naming the file otherwise."""
         return cls(*tracefile.load(path))
+
+
+def require_columns(run: Run, source: str) -> Run:
+    """`run`, once its columns are built; a `TraceError` when it holds an integer they cannot (beyond 64 bits).
+
+    Every analysis reads the columns, so a schema 1 trace holding such a
+    number loads (nothing recorded is lost) but cannot be reported, compared
+    or gated; the commands call this to say so in one line.
+    """
+    try:
+        run.columns
+    except OverflowError:
+        raise TraceError(f"{source}: holds an integer beyond 64 bits, which offload-prof cannot analyse") from None
+    return run
 
 
 def _is_table(records: Sequence[Record]) -> bool:

@@ -14,19 +14,20 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, fields
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, get_args
 
-from offload_core.kinds import COPY_KINDS, KINDS, Direction, Kind
+from offload_core.kinds import COPY_KINDS, KINDS, MODES, Direction, Kind, Mode
 from offload_core.sites import Site
 
 __all__ = [
-    "COPY_KINDS", "DIRECTION_NAMES", "KINDS", "Direction", "Kind", "Link", "Meta", "Outcome", "Process", "Record",
-    "Site", "relative_file",
+    "COPY_KINDS", "DIRECTION_NAMES", "KINDS", "MODES", "OUTCOMES", "Direction", "Kind", "Link", "Meta", "Mode",
+    "Outcome", "Process", "Record", "Site", "relative_file",
 ]
 
 DIRECTION_NAMES: Final[dict[Direction, str]] = {"h2d": "H2D", "d2h": "D2H"}
 #: how a recorded program ended
 Outcome = Literal["ok", "exit", "exception", "interrupted"]
+OUTCOMES: Final[tuple[Outcome, ...]] = get_args(Outcome)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,13 +184,16 @@ class Meta:
     `exit` (SystemExit), `exception` or `interrupted`; `exit_code` is what
     the run passed on. `link` holds the figures the run was recorded with
     (a calibration of this machine), if any. `fingerprints` says whether
-    copy records carry content digests. `processes` are the processes
-    the run saw (`Record.process` indexes it; empty in traces recorded
-    before schema 3, which hold one process). `estimated` names the
-    record fields that are estimates rather than measurements for some
-    records, as `kind.field` (`launch.duration_ns` when a GPU launch's
-    device time was sampled, `launch.site` when CUPTI sampled launch call
-    sites); every other figure was measured.
+    copy records carry content digests. `wall_samples_ns` holds the wall
+    time of every repeat when the run was recorded several times over (the
+    demo), in the order they ran; `wall_ns` is then their median and the
+    records are that repeat's. `processes` are the processes the run saw
+    (`Record.process` indexes it; empty in traces recorded before schema
+    3, which hold one process). `estimated` names the record fields that
+    are estimates rather than measurements for some records, as
+    `kind.field` (`launch.duration_ns` when a GPU launch's device time was
+    sampled, `launch.site` when CUPTI sampled launch call sites); every
+    other figure was measured.
     """
 
     backend: str
@@ -208,6 +212,7 @@ class Meta:
     outcome: Outcome = "ok"
     exit_code: int = 0
     link: Link | None = None
+    wall_samples_ns: tuple[int, ...] = ()
     processes: tuple[Process, ...] = ()
     estimated: tuple[str, ...] = ()
 

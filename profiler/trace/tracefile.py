@@ -2,12 +2,14 @@
 
 `profiler.trace.model.Run` is the data; this module owns how it is stored:
 `save`/`load` and `to_document`/`from_document` (behind `Run.save`,
-`Run.load`, `Run.to_json` and `Run.from_json`), turning bytes into JSON
-with a one-line `TraceError` for every way a file can be broken
-(truncated, not gzip, not UTF-8, not JSON, not a trace, a newer schema),
-checking each field of a schema 1 row, handing schema 2 and 3 columns
-to `profiler.trace.columns` (schema 3 adds the `process` column of runs
-that span several processes), and writing so that an interrupted save leaves
+`Run.load`, `Run.to_json` and `Run.from_json`): reading the bytes through
+`profiler.files` (regular files only, bounded, a one-line `TraceError` for
+every way a file can be broken: truncated, not gzip, not UTF-8, not JSON,
+nested too deeply), refusing what is not a trace (another format, a newer
+schema, a meta field of the wrong type or out of range), checking each
+field of a schema 1 row, handing schema 2 and 3 columns to
+`profiler.trace.columns` (schema 3 adds the `process` column of runs that
+span several processes), and writing so that an interrupted save leaves
 the previous file or none, never half of one. It reads a run through the
 `Stored` protocol and gives back its parts, so that it needs no import of
 the model above it.
@@ -19,12 +21,13 @@ import dataclasses
 import gzip
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol, Sequence
 
 from ..errors import TraceError
-from .records import KINDS, SCHEMA_VERSION, SINGLE_PROCESS_FIELDS, Link, Meta, Process, Record, Site
+from ..files import decode_json, json_type, read_input, write_atomically
+from ..units import INT64_MAX, shown
+from .records import KINDS, MODES, OUTCOMES, SCHEMA_VERSION, SINGLE_PROCESS_FIELDS, Link, Meta, Process, Record, Site
 
 if TYPE_CHECKING:
     from .columns import Columns
@@ -136,6 +139,10 @@ def asdict_meta(meta: Meta) -> dict[str, Any]:
     out = dataclasses.asdict(meta)
     out["command"] = list(meta.command)
     out["argv"] = list(meta.argv)
+    if meta.wall_samples_ns:
+        out["wall_samples_ns"] = list(meta.wall_samples_ns)
+    else:  # a run recorded once: its files stay as they were
+        del out["wall_samples_ns"]
     out["processes"] = [{**dataclasses.asdict(p), "argv": list(p.argv)} for p in meta.processes]
     out["estimated"] = list(meta.estimated)
     return out
@@ -147,34 +154,8 @@ def from_document(data: Any, source: str = "trace") -> tuple[Meta, Sequence[Reco
 
 
 def read_json_document(path: str | os.PathLike[str], what: str) -> Any:
-    """The parsed JSON of a (possibly gzipped) file, or a one-line `TraceError`."""
-    name = str(path)
-    try:
-        raw = Path(path).read_bytes()
-    except IsADirectoryError:
-        raise TraceError(f"{name}: is a directory, not a {what} file") from None
-    except OSError as exc:
-        raise TraceError(f"{name}: cannot read {what} file ({exc.strerror or exc})") from None
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (EOFError, OSError) as exc:
-            raise TraceError(f"{name}: truncated or corrupt gzip data ({exc})") from None
-    if not raw.strip():
-        raise TraceError(f"{name}: empty file, not a {what}")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise TraceError(f"{name}: not a {what} (not UTF-8 text: byte {exc.start})") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        # An unterminated string runs to the end of the input; any other error
-        # at the very end means the document stopped before it was complete.
-        if exc.msg.startswith("Unterminated string") or exc.pos >= len(text.rstrip()):
-            raise TraceError(f"{name}: truncated: the JSON document ends before it is complete "
-                             f"({len(raw)} bytes read)") from None
-        raise TraceError(f"{name}: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    """The parsed JSON of a (possibly gzipped) file, or a one-line `TraceError` (`profiler.files`)."""
+    return decode_json(read_input(path, what), str(path), what)
 
 
 class Reader:
@@ -188,7 +169,7 @@ class Reader:
 
     def run(self, data: Any) -> tuple[Meta, Sequence[Record]]:
         if not isinstance(data, dict):
-            raise self.fail(f"not an offload-prof trace (a JSON {type(data).__name__}, expected an object)")
+            raise self.fail(f"not an offload-prof trace (the JSON is {json_type(data)}, not an object)")
         if data.get("format") != FORMAT:
             found = data.get("format")
             hint = "an offload-prof baseline; pass it as --baseline" if found == "offload-prof-baseline" else (
@@ -223,45 +204,67 @@ class Reader:
             raise self.fail(f"missing key '{where}{key}'")
         value = data[key]
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise self.fail(f"'{where}{key}' must be {kind.__name__}, got {type(value).__name__}")
+            raise self.fail(f"'{where}{key}' must be {_JSON_NAMES[kind]}, got {json_type(value)}")
         return value
 
     def meta(self, m: dict[str, Any]) -> Meta:
         def opt(key: str, kind: type, default: Any) -> Any:
             return self.need(m, key, kind, "meta.") if key in m else default
 
+        def strings(key: str) -> tuple[str, ...]:
+            values = opt(key, list, [])
+            if not all(isinstance(v, str) for v in values):
+                raise self.fail(f"'meta.{key}' must be an array of strings")
+            return tuple(values)
+
+        mode = self.need(m, "mode", str, "meta.")
+        if mode not in MODES:
+            raise self.fail(f"'meta.mode' is {shown(mode)}, not one of {', '.join(MODES)}")
+        wall_ns = self.need(m, "wall_ns", int, "meta.")
+        if not 0 <= wall_ns <= INT64_MAX:
+            raise self.fail(f"'meta.wall_ns' is {wall_ns}, outside 0 to 2^63-1 nanoseconds")
+        outcome = opt("outcome", str, "ok")
+        if outcome not in OUTCOMES:
+            raise self.fail(f"'meta.outcome' is {shown(outcome)}, not one of {', '.join(OUTCOMES)}")
+        exit_code = opt("exit_code", int, 0)
+        if not -INT64_MAX <= exit_code <= INT64_MAX:
+            raise self.fail(f"'meta.exit_code' is {shown(exit_code)}, out of range")
+        samples = opt("wall_samples_ns", list, [])
+        if not all(_is_int(v) and 0 <= v <= INT64_MAX for v in samples):
+            raise self.fail("'meta.wall_samples_ns' must be an array of integers from 0 to 2^63-1")
         link = m.get("link")
         return Meta(
             backend=self.need(m, "backend", str, "meta."),
             device=self.need(m, "device", str, "meta."),
-            mode=self.need(m, "mode", str, "meta."),
+            mode=mode,
             started_at=self.need(m, "started_at", str, "meta."),
-            wall_ns=self.need(m, "wall_ns", int, "meta."),
+            wall_ns=wall_ns,
             schema=opt("schema", int, SCHEMA_VERSION),
             tool_version=opt("tool_version", str, ""),
-            command=tuple(str(a) for a in opt("command", list, [])),
-            argv=tuple(str(a) for a in opt("argv", list, [])),
+            command=strings("command"),
+            argv=strings("argv"),
             cwd=opt("cwd", str, ""),
             python=opt("python", str, ""),
             host=opt("host", str, ""),
             fingerprints=opt("fingerprints", bool, False),
-            outcome=opt("outcome", str, "ok"),
-            exit_code=opt("exit_code", int, 0),
+            outcome=outcome,
+            exit_code=exit_code,
             link=None if link is None else self.link(link),
+            wall_samples_ns=tuple(samples),
             processes=tuple(self.process(n, p) for n, p in enumerate(opt("processes", list, []))),
-            estimated=tuple(self.text_list(opt("estimated", list, []), "meta.estimated")),
+            estimated=strings("estimated"),
         )
 
     def process(self, n: int, p: Any) -> Process:
         where = f"meta.processes[{n}]"
         if not isinstance(p, dict):
-            raise self.fail(f"'{where}' must be an object")
+            raise self.fail(f"'{where}' must be an object, got {json_type(p)}")
         if "pid" not in p:
             raise self.fail(f"missing key '{where}.pid'")
         pid, parent = p["pid"], p.get("parent")
         for key, value in (("pid", pid), ("parent", parent)):
-            if value is not None and not _is_int(value):
-                raise self.fail(f"'{where}.{key}' must be int or null, got {type(value).__name__}")
+            if value is not None and not (_is_int(value) and 0 <= value <= INT64_MAX):
+                raise self.fail(f"'{where}.{key}' must be a process id or null, got {shown(value)}")
         start = p.get("start", "main")
         if start not in ("main", "fork", "exec"):
             raise self.fail(f"'{where}.start' must be main, fork or exec, got {start!r}")
@@ -274,12 +277,12 @@ class Reader:
 
     def text_list(self, value: Any, where: str) -> list[str]:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise self.fail(f"'{where}' must be a list of strings")
+            raise self.fail(f"'{where}' must be an array of strings")
         return value
 
     def link(self, data: Any) -> Link:
         if not isinstance(data, dict):
-            raise self.fail("'meta.link' must be an object")
+            raise self.fail(f"'meta.link' must be an object, got {json_type(data)}")
         try:
             return Link.from_dict(data)
         except (TypeError, ValueError) as exc:
@@ -315,23 +318,12 @@ class Reader:
         return Record(kind, start, duration, nbytes, pinned, kernel, launch, param, array, site, region, mode, fp)
 
 
+#: how messages name the Python types JSON values load as
+_JSON_NAMES: Final[dict[type, str]] = {dict: "an object", list: "an array", str: "a string", int: "an integer",
+                                       bool: "true or false", float: "a number"}
+
+
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def write_atomically(target: Path, payload: bytes) -> None:
-    """Write `payload` to `target` through a temporary file in the same folder and a rename."""
-    # A trace is written after the program under test has run: an interrupted
-    # write must leave the previous file (or none), never a truncated one.
-    directory = target.parent if str(target.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise

@@ -3,25 +3,29 @@
 It is what a user opened the tool for, so it is built to fit any width:
 columns have priorities and the least important go first when the
 terminal is narrow (80 columns keep wall, copy and kernel time and the
-copies each way), and the ratio sentence ("batched is 139x faster; 99%
-of the naive run was copies") always comes whole. On the NumPy backend
-copies are host memcpys, so where a link is modelled its copy time is a
-separate, labelled column and clause, never mixed into measured figures.
-The sentence and the clause are `profiler.outputs.report`'s, which the
-text mode of `tui` and `demo` prints too; this module lays them out.
+copies each way). Below the columns it leads with what is exact on any
+machine, the copies and bytes ("batched: 67.6x fewer copies ..."),
+then the modelled link time where a link applies, then what was measured
+("measured: batched is 139x faster ..."; with the range over repeats when
+the runs were recorded several times), each sentence whole. On the NumPy
+backend copies are host memcpys, so a modelled copy time is a separate,
+labelled column and clause, never mixed into measured figures. The
+sentences are `profiler.outputs.report`'s, which the text mode of `tui`
+and `demo` prints too; this module lays them out.
 
 Built as rich `Text` (no Textual), so it is tested as plain text.
 """
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from typing import Sequence
 
 from rich.text import Text
 
 from ..analysis.summary import Totals
-from ..outputs.report import modelled_clause, percent, ratio_sentence
+from ..outputs.report import exact_sentence, modelled_clause, percent, ratio_sentence
 from ..units import fmt_bytes, fmt_ns
 from .session import Session, Trace
 
@@ -87,10 +91,21 @@ def headline(session: Session, width: int) -> Text:
         cells = [c.cells[row].ljust(w) if c.align == "left" else c.cells[row].rjust(w) for c, w in zip(cols, widths)]
         out.append(cells[0], style=f"bold {'red' if row == 0 and session.paired else 'green'}")
         out.append(("  " + "  ".join(cells[1:])).rstrip() + "\n")
-    sentence = ratio_sentence(named_totals(session))
-    out.append(sentence, style="bold")
-    clause = modelled_clause(named_totals(session), session.link)
-    if clause:
-        # on its own line when the sentence and the clause do not fit together
-        out.append("; " + clause if len(sentence) + 2 + len(clause) <= width else "\n" + clause, style="dim")
+    named = named_totals(session)
+    exact = exact_sentence(named)
+    clause = modelled_clause(named, session.link)
+    measured = "measured: " + ratio_sentence(named, [t.run.meta.wall_samples_ns for t in session.traces])
+    if clause and len(exact) + 2 + len(clause) <= width:  # one line when the two fit together
+        out.append(exact, style="bold")
+        out.append("; " + clause + "\n", style="dim")
+    else:
+        out.append(_fill(exact, width) + "\n", style="bold")
+        if clause:
+            out.append(_fill(clause, width) + "\n", style="dim")
+    out.append(_fill(measured, width))
     return out
+
+
+def _fill(sentence: str, width: int) -> str:
+    """The sentence whole, wrapped at spaces where the terminal is narrower than it."""
+    return "\n".join(textwrap.wrap(sentence, width, break_long_words=False)) or sentence

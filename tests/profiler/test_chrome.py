@@ -17,7 +17,7 @@ def test_export_cli_writes_perfetto_json(tmp_path: Path) -> None:
     out = tmp_path / "both.chrome.json"
     proc = prof("export", "--chrome", str(tmp_path / "h.naive.json"), str(tmp_path / "h.batched.json"), "-o", str(out), cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
-    assert f"wrote {out} (2 run(s))" in proc.stderr
+    assert f"wrote {out} (2 runs)" in proc.stderr
     doc = json.loads(out.read_text())
     events = doc["traceEvents"]
     assert {e["pid"] for e in events} == {1, 2}
@@ -35,11 +35,33 @@ def test_export_cli_writes_perfetto_json(tmp_path: Path) -> None:
     assert h2d[0]["args"]["bytes"] == first.nbytes and h2d[0]["args"]["site"].startswith("tests/profiler/programs/heat.py:")
 
 
-def test_default_output_name(tmp_path: Path) -> None:
-    assert prof("run", "-o", str(tmp_path / "t.json"), "--", str(PROGRAMS / "heat.py"), "64", "1", cwd=ROOT).returncode == 0
-    assert prof("export", "--chrome", str(tmp_path / "t.json"), cwd=ROOT).returncode == 0
-    assert json.loads((tmp_path / "t.chrome.json").read_text())["traceEvents"]
-    assert prof("export", str(tmp_path / "t.json"), cwd=ROOT).returncode == 2, "--chrome is the format to ask for"
+def test_formats_and_default_output_names(tmp_path: Path) -> None:
+    trace = tmp_path / "t.json"
+    assert prof("run", "-o", str(trace), "--", str(PROGRAMS / "heat.py"), "64", "1", cwd=ROOT).returncode == 0
+    assert prof("export", "--chrome", str(trace), cwd=ROOT).returncode == 0, "--chrome still works"
+    chrome = (tmp_path / "t.chrome.json").read_bytes()
+    assert json.loads(chrome)["traceEvents"]
+    (tmp_path / "t.chrome.json").unlink()
+    assert prof("export", str(trace), cwd=ROOT).returncode == 0, "chrome is the default format"
+    assert prof("export", "--format", "chrome", str(trace), "-o", str(tmp_path / "c.json"), cwd=ROOT).returncode == 0
+    assert json.loads((tmp_path / "t.chrome.json").read_bytes()) == json.loads((tmp_path / "c.json").read_bytes()) \
+        == json.loads(chrome)
+    proc = prof("export", "--format", "json", str(trace), cwd=ROOT)
+    assert proc.returncode == 0 and f"wrote {tmp_path / 't.records.json'} (1 run)\n" in proc.stderr
+    flat = json.loads((tmp_path / "t.records.json").read_text())
+    run = Run.load(trace)
+    (only,) = flat["runs"]
+    assert flat["format"] == "offload-prof-records" and only["trace"] == str(trace)
+    assert only["meta"]["mode"] == run.meta.mode and len(only["records"]) == len(run.records)
+    first = next(i for i, r in enumerate(run.records) if r.kind == "h2d")
+    row, rec = only["records"][first], run.records[first]
+    assert rec.site is not None
+    assert (row["kind"], row["nbytes"], row["start_ns"], row["launch"]) == ("h2d", rec.nbytes, rec.start_ns, rec.launch)
+    assert row["site"] == {"file": rec.site.file, "line": rec.site.line, "column": rec.site.column,
+                           "function": rec.site.function, "text": rec.site.text}
+    bad = prof("export", "--chrome", "--format", "json", str(trace), cwd=ROOT)
+    assert bad.returncode == 2 and bad.stderr == \
+        "offload-prof: error: --chrome and --format json contradict each other; give one\n"
 
 
 def test_tracks_and_nested_regions(tmp_path: Path) -> None:

@@ -171,8 +171,8 @@ def test_one_process_with_its_process_list_stays_schema_2(tmp_path: Path) -> Non
     (lambda d: d["meta"]["processes"].pop(), "record 2: process 2 is not an index into the 2 processes"),
     (lambda d: d["meta"]["processes"][1].update(start="clone"), "'meta.processes[1].start' must be main, fork or exec"),
     (lambda d: d["meta"]["processes"][0].pop("pid"), "missing key 'meta.processes[0].pid'"),
-    (lambda d: d["meta"].update(estimated="launch"), "'meta.estimated' must be list, got str"),
-    (lambda d: d["meta"].update(estimated=[3]), "'meta.estimated' must be a list of strings"),
+    (lambda d: d["meta"].update(estimated="launch"), "'meta.estimated' must be an array, got a string"),
+    (lambda d: d["meta"].update(estimated=[3]), "'meta.estimated' must be an array of strings"),
 ])
 def test_bad_process_columns_fail_with_one_line(tmp_path: Path, edit: Any, problem: str) -> None:
     data = _three_processes(30).to_json()

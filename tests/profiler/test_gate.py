@@ -88,7 +88,8 @@ def test_count_changes_are_exact_both_ways(project: Path) -> None:
     more = project / "more.json"
     assert prof("run", "-o", "more.json", "--", "app.py", "5", cwd=project).returncode == 0
     # region copies do not depend on the step count: the gate sees no change, exactly as it should
-    assert prof("gate", str(more), "--baseline", str(base), cwd=project).returncode == 0
+    # (another argument is another command: comparing them is a choice the gate wants said)
+    assert prof("gate", str(more), "--baseline", str(base), "--allow-mismatch", cwd=project).returncode == 0
     fewer = _run(project, "fewer.json", source=PROGRAM.replace("offload(scale, y, 0.5)\n", ""))
     proc = prof("gate", str(fewer), "--baseline", str(base), cwd=project)
     assert proc.returncode == 1 and "copies gone:" in proc.stdout and "accept with --update-baseline" in proc.stdout
@@ -103,7 +104,7 @@ def test_github_and_json_formats(project: Path) -> None:
     annotations = [l for l in gh.stdout.splitlines() if l.startswith("::error ")]
     assert annotations and all(l.startswith("::error file=app.py,line=") and "title=offload-prof gate::" in l for l in annotations)
     assert "more copies: app.py in <module> `offload(scale, x, 2.0)`" not in gh.stdout  # a different line text is a new site
-    assert "new copies: app.py in <module> `offload(scale, x, 2.0)` [scale] H2D: 1 copies, 800 B" in gh.stdout
+    assert "new copies: app.py in <module> `offload(scale, x, 2.0)` [scale] H2D: 1 copy, 800 B" in gh.stdout
     doc = json.loads(prof("gate", str(bad), "--baseline", str(base), "--format", "json", cwd=project).stdout)
     assert doc["passed"] is False and doc["checks"] == 6 and {f["kind"] for f in doc["failures"]} == {"regression"}
     assert doc["failures"][0]["file"] == "app.py" and doc["failures"][0]["line"] == 13
@@ -112,11 +113,12 @@ def test_github_and_json_formats(project: Path) -> None:
 def test_time_checks_need_a_tolerance(project: Path) -> None:
     base = _run(project, "base.json")
     slow = _run(project, "slow.json", "200")
-    ok = prof("gate", str(slow), "--baseline", str(base), cwd=project)
+    ok = prof("gate", str(slow), "--baseline", str(base), "--allow-mismatch", cwd=project)
     assert ok.returncode == 0, "times never gate without an explicit tolerance"
-    proc = prof("gate", str(slow), "--baseline", str(base), "--time", "kernel:1%", cwd=project)
+    proc = prof("gate", str(slow), "--baseline", str(base), "--allow-mismatch", "--time", "kernel:1%", cwd=project)
     assert proc.returncode == 1 and "kernel time " in proc.stdout and "beyond the tolerance of 1%" in proc.stdout
-    assert prof("gate", str(slow), "--baseline", str(base), "--time", "kernel:10s", cwd=project).returncode == 0
+    assert prof("gate", str(slow), "--baseline", str(base), "--allow-mismatch", "--time", "kernel:10s",
+                cwd=project).returncode == 0
 
 
 def test_budget(project: Path) -> None:
@@ -145,7 +147,7 @@ def test_budget(project: Path) -> None:
         ("sites: [{h2d: 1}]\n", "budget.yaml: sites[1] needs a 'match' string"),
         ("time: {copy: fast}\n", "budget.yaml: time: copy tolerance 'fast' is not a duration"),
         ("time: {speed: 5%}\n", "budget.yaml: time: time field 'speed' is not one of wall, copy, h2d, d2h, kernel, sync"),
-        ("h2d: [1\n", "budget.yaml: invalid YAML"),
+        ("h2d: [1\n", "budget.yaml: not a budget (invalid YAML"),
     ],
 )
 def test_bad_budgets_exit_2(project: Path, budget: str, message: str) -> None:

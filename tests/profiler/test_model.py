@@ -89,7 +89,7 @@ def _corrupt(tmp_path: Path, edit) -> Path:  # type: ignore[no-untyped-def]
         (lambda d: d.update(format="something"), "not an offload-prof trace (format 'something')"),
         (lambda d: d.pop("format"), "not an offload-prof trace (no 'format' key)"),
         (lambda d: d["meta"].pop("backend"), "missing key 'meta.backend'"),
-        (lambda d: d["meta"].update(wall_ns="long"), "'meta.wall_ns' must be int, got str"),
+        (lambda d: d["meta"].update(wall_ns="long"), "'meta.wall_ns' must be an integer, got a string"),
         (lambda d: d["records"][1].__setitem__(0, "h3d"), "record 1: kind 'h3d' is not one of"),
         (lambda d: d["records"][2].pop(), "record 2 must be a list of 13 values"),
         (lambda d: d["records"][3].__setitem__(9, 7), "record 3: site 7 is not an index into the 1 sites"),
@@ -114,7 +114,7 @@ def test_truncated_and_unreadable_files(tmp_path: Path) -> None:
         "garbage.json": (b"{not json at all", "not valid JSON at line 1 column 2"),
         "empty.json": (b"", "empty file, not a trace"),
         "binary.json": (b"\xff\xfe\x00junk", "not UTF-8 text"),
-        "list.json": (b"[1, 2]", "not an offload-prof trace (a JSON list, expected an object)"),
+        "list.json": (b"[1, 2]", "not an offload-prof trace (the JSON is an array, not an object)"),
         "cut.json.gz": (gzip.compress(good)[:40], "truncated or corrupt gzip data"),
     }
     for name, (content, problem) in cases.items():

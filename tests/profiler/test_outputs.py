@@ -118,6 +118,18 @@ def test_compare(traces: Path, capsys: pytest.CaptureFixture[str], text_snapshot
     assert _out(capsys, "compare", "naive.json", "batched.json") == text_snapshot
 
 
+def test_compare_json(traces: Path, capsys: pytest.CaptureFixture[str], text_snapshot: object) -> None:
+    out = _out(capsys, "compare", "--format", "json", "--top", "1", "naive.json", "batched.json")
+    doc = json.loads(out)
+    naive, batched = doc["runs"]
+    assert (naive["name"], batched["name"]) == ("naive", "batched") and naive["trace"] == "naive.json"
+    assert (naive["totals"]["h2d"]["count"], batched["totals"]["h2d"]["count"]) == (6, 2)
+    assert doc["ratios"]["h2d_count"] == 3.0 and doc["link"]["name"] == "pcie5-x16"
+    assert len(naive["sites"]) == 1, "--top limits the call sites"
+    assert [f["code"] for f in naive["findings"]] and batched["findings"] == []
+    assert out == text_snapshot
+
+
 def test_tui_as_text(traces: Path, capsys: pytest.CaptureFixture[str], text_snapshot: object) -> None:
     assert _out(capsys, "tui", "--no-tui", "naive.json", "batched.json") == text_snapshot
 
@@ -127,8 +139,8 @@ def test_gate(fmt: str, traces: Path, capsys: pytest.CaptureFixture[str], text_s
     Path("budget.yaml").write_text("h2d: {count: 4}\nsyncs: 3\ntime:\n  copy: 10%\n")
     assert main(["gate", "batched.json", "--baseline", "base.json", "--update-baseline"]) == 0
     capsys.readouterr()
-    assert _out(capsys, "gate", "naive.json", "--baseline", "base.json", "--budget", "budget.yaml", "--format", fmt,
-                status=1) == text_snapshot
+    assert _out(capsys, "gate", "naive.json", "--baseline", "base.json", "--allow-mismatch", "--budget", "budget.yaml",
+                "--format", fmt, status=1) == text_snapshot
 
 
 def test_gate_passes(traces: Path, capsys: pytest.CaptureFixture[str], text_snapshot: object) -> None:

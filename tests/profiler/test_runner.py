@@ -154,7 +154,7 @@ def test_no_fingerprints(tmp_path: Path) -> None:
         (["run", "--", "missing.py"], "offload-prof: error: missing.py: no such file; give a Python script or -m MODULE"),
         (["run", "-m", "no_such_module_xyz"], "offload-prof: error: -m no_such_module_xyz: no module named 'no_such_module_xyz'"),
         (["run"], "offload-prof: error: run needs a target: -- script.py [ARGS] or -m module [ARGS]"),
-        (["run", "-o", "nowhere/t.json", "--", "target.py"], "offload-prof: error: nowhere/t.json: folder nowhere does not exist"),
+        (["run", "-o", "target.py/t.json", "--", "target.py"], "offload-prof: error: target.py/t.json: target.py is not a folder"),
         (["run", "--link", "no-such-link", "--", "target.py"], "offload-prof: error: no link profile named 'no-such-link'"),
     ],
 )

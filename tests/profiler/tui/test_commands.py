@@ -17,7 +17,7 @@ from profiler.model import Run
 from ..kit import ROOT, env, prof
 from .kit import BATCHED, NAIVE
 
-SMALL = ("--kernels", "TRIAD", "DAXPY", "--size-factor", "0.01", "--reps", "5")
+SMALL = ("--kernels", "TRIAD", "DAXPY", "--size-factor", "0.01", "--reps", "5", "--repeats", "3")
 
 
 def row(out: str, name: str) -> list[str]:
@@ -36,11 +36,19 @@ def test_demo_no_tui_records_both_paths_and_prints_the_comparison(tmp_path: Path
     # naive: TRIAD uploads b and c, DAXPY x and y, on each of 5 launches; batched: once each, at region entry
     assert row(out, "H2D copies") == ["20", "4", "5x"]
     assert row(out, "D2H copies")[:2] == ["10", "2"]
-    assert re.search(r"^batched is \d[\d.]*x (faster|slower); \d+% of the naive run was copies$", out, flags=re.M)
-    assert "modelled on pcie5-x16: copies" in out
+    # the headline leads with what is exact, then the modelled link time, then the measured times with their range
+    tail = out.splitlines()[-3:]
+    assert tail[0] == "batched: 5.00x fewer copies (6 vs 30), 5.00x fewer bytes (480 kB vs 2.4 MB)"
+    assert tail[1].startswith("modelled on pcie5-x16: copies ")
+    assert re.fullmatch(r"measured: batched is \d[\d.]*x (faster|slower) \(median of 3 repeats, range "
+                        r"\d[\d.]*x-\d[\d.]*x\); \d+% of the naive run was copies", tail[2]), tail[2]
+    for run in (naive, batched):  # the median of the three recordings is kept, with all three wall times
+        samples = run.meta.wall_samples_ns
+        assert len(samples) == 3 and run.meta.wall_ns == sorted(samples)[1]
     assert "OFF501" in out, "the naive run's per-launch copies are found"
     err = proc.stderr
-    assert "warming up" in err and "recording the naive path" in err and "recording the batched path" in err
+    assert "warming up" in err and "recording the naive path (1 of 3)" in err and "recording the batched path (3 of 3)" in err
+    assert "(104 records, 10 launches; the median of 3 repeats)" in err and "(32 records, 10 launches; the median" in err
     assert f"wrote {Path('out/d.naive.json')}" in err and "open them again with: offload-prof tui out/d.naive.json out/d.batched.json" in err
     assert "Traceback" not in err
 
@@ -67,7 +75,8 @@ def test_tui_piped_prints_compare_or_report() -> None:
     (("tui", "a.json", "b.json", "c.json"), "offload-prof: error: tui shows one or two traces, got 3"),
     (("tui", "missing.json"), "offload-prof: error: missing.json: cannot read trace file"),
     (("demo", "--kernels", "NOPE", "--no-tui"), "offload-prof: error: unknown kernel 'NOPE'; choose from"),
-    (("demo", "--reps", "0", "--no-tui"), "offload-prof: error: --size-factor must be positive and --reps at least 1"),
+    (("demo", "--reps", "0", "--no-tui"), "offload-prof: error: --size-factor must be positive and --reps and --repeats at least 1"),
+    (("demo", "--repeats", "0", "--no-tui"), "offload-prof: error: --size-factor must be positive and --reps and --repeats at least 1"),
     (("demo", "-o", ".", "--no-tui"), "offload-prof: error: .: is a directory"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: tuple[str, ...], message: str) -> None:

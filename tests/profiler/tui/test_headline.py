@@ -1,9 +1,9 @@
-"""The headline: the ratio sentence in every case, and columns that fit the width."""
+"""The headline: columns that fit the width, then the exact copies, the modelled link time and the measured ratio."""
 
 from __future__ import annotations
 
 from profiler.analysis.summary import Flow, Totals
-from profiler.outputs.report import modelled_clause, percent, ratio_sentence, times
+from profiler.outputs.report import exact_sentence, modelled_clause, percent, ratio_sentence, times
 from profiler.tui.headline import headline
 
 from .kit import NAIVE, session
@@ -43,17 +43,49 @@ def test_headline_fits_80_columns_and_grows_with_the_width() -> None:
     assert narrow[0].split() == ["wall", "copies", "kernels", "H2D", "D2H"]
     assert narrow[1].split()[:5] == ["naive", "28.6", "ms", "21", "ms"]
     assert "31" in narrow[1].split() and "12.4" in narrow[1]
-    assert narrow[3] == "batched is 8.41x faster; 73% of the naive run was copies"
+    # exact first (copies, bytes), then the modelled link time, then what was measured
+    assert narrow[3] == "batched: 20.7x fewer copies (3 vs 62), 20.7x fewer bytes (1.2 MB vs 24.8 MB)"
     assert narrow[4] == "modelled on pcie5-x16: copies 7.37 ms vs 399 µs"
+    assert narrow[5] == "measured: batched is 8.41x faster; 73% of the naive run was copies"
     wide = headline(s, 160).plain.splitlines()
     assert "copies (pcie5-x16)" in wide[0] and "launches" in wide[0] and "syncs" in wide[0]
     assert wide[3].endswith("; modelled on pcie5-x16: copies 7.37 ms vs 399 µs"), "one line when it fits"
+    assert wide[4].startswith("measured: ")
+    tiny = headline(s, 40).plain.splitlines()
+    assert all(len(line) <= 40 for line in tiny[3:]), "sentences wrap at spaces, whole"
+    assert " ".join(tiny[3:]) == " ".join(narrow[3:])
 
 
 def test_one_run_headline() -> None:
     s = session(NAIVE, modelled=False)
     lines = headline(s, 100).plain.splitlines()
-    assert len(lines) == 3 and lines[2] == "73% of the naive run was copies"
+    assert lines[2:] == ["naive: 62 copies, 24.8 MB", "measured: 73% of the naive run was copies"]
+
+
+def test_exact_sentence() -> None:
+    def t(count: int, nbytes: int) -> Totals:
+        z = Flow()
+        return Totals(1, Flow(count, nbytes), z, z, z, z, 0)
+
+    assert exact_sentence([("naive", t(1150, 1_400_000_000)), ("batched", t(17, 23_100_000))]) == \
+        "batched: 67.6x fewer copies (17 vs 1,150), 60.6x fewer bytes (23.1 MB vs 1.4 GB)"
+    assert exact_sentence([("first", t(2, 16)), ("second", t(4, 16))]) == \
+        "second: 2.00x more copies (4 vs 2), as many bytes (16 B vs 16 B)"
+    assert exact_sentence([("naive", t(1, 8)), ("batched", t(0, 0))]) == "batched: no copies (naive: 1 copy, 8 B)"
+    assert exact_sentence([("naive", t(0, 0)), ("batched", t(0, 0))]) == "no copies in either run (naive, batched)"
+    assert exact_sentence([("naive", t(1, 8))]) == "naive: 1 copy, 8 B"
+
+
+def test_ratio_sentence_shows_the_range_over_repeats() -> None:
+    naive, batched = ("naive", totals(3_000, 1_000)), ("batched", totals(1_000, 10))
+    samples = [(3_000, 2_800, 3_300), (1_000, 1_100, 900)]
+    assert ratio_sentence([naive, batched], samples) == \
+        "batched is 3.00x faster (median of 3 repeats, range 2.55x-3.67x); 33% of the naive run was copies"
+    slower = [(1_000, 1_000, 1_000), (3_000, 900, 3_300)]
+    assert ratio_sentence([("naive", totals(1_000, 0)), ("batched", totals(3_000, 0))], slower) == \
+        "batched is 3.00x slower (median of 3 repeats, range 0.90x-3.30x); 0% of the naive run was copies"
+    assert "median" not in ratio_sentence([naive, batched], [(3_000,), (1_000,)]), "one repeat has no range"
+    assert "median" not in ratio_sentence([naive, batched], [(3_000, 2_000), (1_000,)]), "unpaired repeats"
 
 
 def test_names_follow_the_modes() -> None:
