@@ -13,9 +13,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from ..errors import ProfilerError
 from .common import abandon_stdout, check_writable, load_trace, write_stdout
+
+if TYPE_CHECKING:
+    from ..trace.model import Run
 
 NAME = "gate"
 HELP = "fail CI on copy regressions against a baseline and a budget (exit 0 pass, 1 regression, 2 bad input)"
@@ -56,7 +60,7 @@ def execute(args: argparse.Namespace) -> int:
         raise ProfilerError(f"{args.run}: the recorded target {failure}, so it may have stopped short of the program's "
                             "copies; record a clean run, or pass --allow-failed-target")
     if not run.records and not args.allow_empty:
-        raise ProfilerError(f"{args.run}: the trace holds no records, so there is nothing to gate; "
+        raise ProfilerError(f"{args.run}: the trace holds no records, so there is nothing to gate{_unrecorded(run)}; "
                             "pass --allow-empty if an empty trace is expected")
     if args.update_baseline:
         if not args.baseline:
@@ -100,3 +104,11 @@ def execute(args: argparse.Namespace) -> int:
     except BrokenPipeError:  # the verdict stands whoever stopped reading it
         abandon_stdout()
     return result.exit_code
+
+
+def _unrecorded(run: Run) -> str:
+    """Why a trace may be empty: the child processes its recording could not follow, if it names any."""
+    missed = [p for p in run.meta.processes if not p.recorded]
+    if not missed:
+        return ""
+    return f" ({len(missed)} child process{'es' if len(missed) > 1 else ''} not recorded: {missed[0].label()}: {missed[0].note})"
