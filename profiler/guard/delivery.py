@@ -88,6 +88,7 @@ def raise_at(frame: FrameType, error: BaseException) -> None:
         # the global function: other frames keep whatever tracing they had (none, or the previous tracer's)
         return previous(f, event, arg) if previous is not None else None
 
+    error.__traceback__ = None  # a warning a filter made an error was raised once already, inside the callback
     armed.error, armed.frame, armed.previous = error, frame, previous
     frame.f_trace = fire
     frame.f_trace_opcodes = True  # before settrace: on 3.12 settrace reads it to turn on instruction events
