@@ -104,7 +104,7 @@ def _on_event(row: tuple[Any, ...]) -> None:
     if kernel is not None:
         call = f"offload({kernel})" + (f" parameter {param}" if param and kind != "sync" else "")
     elif region is not None:
-        call = f"region {region}" + (f" ({param})" if param else "")
+        call = f"region copy of {param}" if param and kind != "sync" else "region"
     else:
         call = "offload_core"
     report(kind, row[1], frame, call, "", "offload_core")  # type: ignore[arg-type]
