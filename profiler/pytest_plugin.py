@@ -153,6 +153,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "no_transfers(h2d=True, d2h=True, syncs=False, mode='log', min_bytes=0, allow_scalars=False, source=None): "
         "fail the test naming every line that copied or synced against profiler.guard.no_transfers",
     )
+    recording_source(config)  # a bad ini value stops the run at once, in one line
 
 
 def recording_source(config: pytest.Config) -> str:
