@@ -131,6 +131,7 @@ class Allow:
         self.reason = reason
         self.hole: Hole | None = None
         self._token: Any = None
+        self._jax: ExitStack | None = None
 
     @property
     def passed(self) -> int:
@@ -138,6 +139,10 @@ class Allow:
 
     def __enter__(self) -> Allow:
         self.hole = Hole(self.reason)
+        jax = sys.modules.get("jax")
+        if jax is not None and any(isinstance(e, Scope) and e.jax for e in STACK.get()):
+            self._jax = ExitStack()  # the hole is a hole for JAX too
+            self._jax.enter_context(jax.transfer_guard("allow"))
         self._token = STACK.set(STACK.get() + (self.hole,))
         return self
 
@@ -148,6 +153,9 @@ class Allow:
         except ValueError:
             STACK.set(tuple(e for e in STACK.get() if e is not self.hole))
         self._token = None
+        if self._jax is not None:
+            self._jax.close()
+            self._jax = None
         return False
 
     def __call__(self, func: F) -> F:
@@ -189,8 +197,9 @@ def _jax_guard(rules: Rules) -> ExitStack | None:
 
 
 def _jax_refusal(exc: BaseException) -> bool:
+    """Whether `exc` is JAX's transfer guard refusing (its C++ raises it as XlaRuntimeError/JaxRuntimeError)."""
     text = str(exc)
-    return "Disallowed" in text and "transfer" in text and type(exc).__module__.split(".")[0] in ("jax", "jaxlib")
+    return "Disallowed host-to-device transfer" in text or "Disallowed device-to-host transfer" in text
 
 
 def _from_jax(exc: BaseException, rules: Rules, scope: Scope) -> TransferGuardError:
