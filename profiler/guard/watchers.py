@@ -139,9 +139,17 @@ INTERPLAY = Interplay()
 
 
 def _jax_guard_on() -> bool:
+    """Whether JAX's transfer guard is set to anything but `allow`, in this thread's context or globally."""
     jax = sys.modules.get("jax")
     if jax is None:
         return False
+    try:  # the states JAX's own context managers set (thread-local), where this JAX has them
+        from jax._src import config as states
+
+        values = [states.transfer_guard_host_to_device.value, states.transfer_guard_device_to_host.value]
+        return any(v not in (None, "allow") for v in values)
+    except Exception:
+        pass
     config = getattr(jax, "config", None)
     for name in ("jax_transfer_guard", "jax_transfer_guard_host_to_device", "jax_transfer_guard_device_to_host"):
         try:
