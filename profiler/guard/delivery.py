@@ -42,11 +42,9 @@ import sys
 import threading
 import warnings
 from types import FrameType
-from typing import Any, Callable
+from typing import Any
 
-from .records import TransferGuardError, TransferGuardWarning, Violation
-
-TraceFn = Callable[[FrameType, str, Any], Any]
+from .records import TransferGuardWarning, Violation
 
 
 class _Armed(threading.local):
@@ -54,9 +52,9 @@ class _Armed(threading.local):
     error: BaseException | None = None
     frame: FrameType | None = None
     previous: Any = None
-    restore: list[Any] = []  # noqa: RUF012 - a fresh list per thread (threading.local runs __init__ per thread)
+    restore: list[Any]  # tracers to put back when the scope ends
 
-    def __init__(self) -> None:
+    def __init__(self) -> None:  # threading.local runs it once per thread
         self.restore = []
 
 
@@ -157,4 +155,4 @@ def warn_at(frame: FrameType | None, violation: Violation, message: str) -> Base
     return None
 
 
-__all__ = ["TransferGuardError", "cancel", "pending", "raise_at", "restore_tracing", "warn_at"]
+__all__ = ["cancel", "pending", "prune", "raise_at", "restore_tracing", "warn_at"]
