@@ -9,8 +9,9 @@ parameter block, and calls the listeners (`listeners`). Its cost is one
 Python callback on entry to and exit from each copy and sync call; kernel
 launches are not intercepted at all.
 
-A runtime call (`cudaMemcpyAsync`) makes its driver call inside it; the
-listeners hear of the runtime call only, as the tracer files its site. A
+A runtime call (`cudaMemcpyAsync`) makes its driver calls inside it; the
+listeners hear of the runtime call only (a driver sync inside a blocking
+runtime copy is part of that copy, not a sync of the program's). A
 copy whose kind is `cudaMemcpyDefault` names no direction: the driver is
 asked where its two pointers live (`listeners.pointer_direction`).
 
@@ -91,7 +92,7 @@ class Listening:
         for (domain_id, cbid_), api_ in self._table.items():
             into = runtime_entries if domain_id == runtime else driver_entries
             into[cbid_] = (api_, copy_reader(api_.layout) if api_.layout is not None else None)
-        outer: dict[int, str] = {}  # thread -> role of the runtime call it is inside
+        outer: dict[int, str] = {}  # thread -> role of the runtime copy or sync it is inside
         get_ident = threading.get_ident
         getframe = sys._getframe
         listeners = LISTENERS
@@ -112,7 +113,7 @@ class Listening:
                     return
                 if is_runtime:
                     outer[tid] = api.role
-                elif outer.get(tid) == api.role:  # the runtime call around it was reported
+                elif tid in outer:  # part of the runtime copy or sync around it, which was reported
                     return
                 if not listeners.fns:
                     return

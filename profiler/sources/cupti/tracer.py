@@ -361,12 +361,14 @@ class Tracer:
                 api, copy = entry
                 tid = get_ident()
                 role = api.role
+                nested = False  # a driver call inside a runtime call: the listeners heard of the runtime call
                 if not is_runtime:
                     inside = outer.get(tid)
                     if inside is not None and inside[2] == role:  # the runtime call around it has the site
                         if corr not in calls:  # the two may share one correlation id: keep the outer's arguments
                             calls[corr] = (api, inside[0], inside[1], None, None, None, None, 0)
                         return
+                    nested = inside is not None
                 if role == LAUNCH and sampler is not None:
                     sampler.seen()
                 try:
@@ -385,14 +387,14 @@ class Tracer:
                             del pending[tid]
                 calls[corr] = (api, site, instr, None, None, None, None, 0)  # kept if the block is unreadable
                 if copy is None or not params:
-                    if listeners.fns and (role == SYNC or role == COPY):
+                    if listeners.fns and (role == SYNC or role == COPY) and not nested:
                         listeners.call(api, frame)
                     return
                 dst, src, count, direction = copy(params)
                 calls[corr] = (api, site, instr, direction, dst if direction != "h2d" else None,
                                src if direction != "d2h" else None, count,
                                timestamp() if direction != "h2d" else 0)
-                if listeners.fns:  # a transfer guard: told while the call's Python line is on the stack
+                if listeners.fns and not nested:  # a transfer guard: told while the call's Python line is on the stack
                     listeners.call(api, frame, direction, count, dst, src)
             except Exception as exc:
                 errors("in a CUDA API callback", exc)

@@ -184,3 +184,23 @@ def test_a_default_kind_copy_gets_its_direction_from_the_pointers() -> None:
     assert pointer_direction(0x1000, 0x2000, driver) == "h2d"
     assert pointer_direction(0x2000, 0x1000, driver) == "d2h"
     assert pointer_direction(0x2000, 0x3000, driver) == "h2h"
+
+
+@pytest.mark.parametrize("recording", [False, True])
+def test_a_driver_sync_inside_a_runtime_copy_is_part_of_the_copy(fake: tuple[FakeCupti, FakeCuda],
+                                                                  recording: bool) -> None:
+    cupti, cuda = fake
+    x = np.ones(8)
+    dev = np.zeros_like(x)
+    params = fakecupti.MemcpyParams(dst=dev.ctypes.data, src=x.ctypes.data, count=x.nbytes, kind=cuda.H2D)
+    inner = functools.partial(cuda._call, fakecupti.CallbackDomain.DRIVER_API, "cuStreamSynchronize", None,
+                              lambda: None)
+    with guard.no_transfers(syncs=True, source="cupti", mode="log") as g:
+        t = Tracer(cupti, fingerprints=False, native=cupti.native,
+                   frames=FrameFilter(folders=(FAKE, *library_folders()))).start() if recording else None
+        cuda._call(fakecupti.CallbackDomain.RUNTIME_API, "cudaMemcpy_v3020", params, inner)  # marker: blocking copy
+        cuda.synchronize()  # marker: a sync of the program's
+        if t is not None:
+            t.stop()
+    assert [(v.kind, v.site.line) for v in g.violations] == [
+        ("h2d", line_of("# marker: blocking copy")), ("sync", line_of("# marker: a sync of the program's"))]
