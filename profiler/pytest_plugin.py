@@ -270,16 +270,19 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
         if t is not None:
             t.stop()
         pytest.fail(str(exc), pytrace=False)
+    messages = []
     try:
         try:
             result = yield
         finally:
             if guarded is not None:
-                guarded.__exit__(None, None, None)
+                try:
+                    guarded.__exit__(None, None, None)
+                except Warning as note:  # what it could not see, made an error by a filter: one line
+                    messages.append(str(note))
     finally:
         if t is not None:
             t.stop()
-    messages = []
     if guarded is not None and guarded.violations:
         from .guard import Summary
 

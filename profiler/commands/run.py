@@ -141,23 +141,35 @@ def _run_here(args: argparse.Namespace, target: Target, output: Path) -> int:
 
 def _run_guarded(target: Target, guarded: NoTransfers) -> Ending:
     """The target inside the `OFFLOAD_GUARD` scope; its findings on stderr, and a failure if it made any."""
-    from ..guard import Summary, TransferGuardError
+    import warnings
+
+    from ..guard import GuardSourceWarning, Summary, TransferGuardError
     from ..sources.runner import Ending, run_target
 
-    try:
-        guarded.__enter__()
-    except Exception as exc:  # no source for the guard: one line, as any bad input
-        raise ProfilerError(str(exc).splitlines()[0]) from None
+    def say(notes: list[warnings.WarningMessage]) -> None:
+        for note in notes:  # what the guard cannot see here, as the CLI's own line
+            print(f"offload-prof: {str(note.message).replace('offload guard: ', 'guard: ', 1)}", file=sys.stderr)
+
+    with warnings.catch_warnings(record=True) as notes:
+        warnings.simplefilter("always", GuardSourceWarning)
+        try:
+            guarded.__enter__()
+        except Exception as exc:  # no source for the guard: one line, as any bad input
+            raise ProfilerError(str(exc).splitlines()[0]) from None
+    say(notes)
     outcome = Ending("interrupted", 130)
     try:
         outcome = run_target(target)
     finally:
-        try:
-            guarded.__exit__(None, None, None)
-        except TransferGuardError as exc:  # made where no user line was on the stack
-            print(f"offload-prof: guard: {exc}", file=sys.stderr)
-            if outcome.exit_code == 0:
-                outcome = Ending("exception", 1)
+        with warnings.catch_warnings(record=True) as notes:
+            warnings.simplefilter("always", GuardSourceWarning)
+            try:
+                guarded.__exit__(None, None, None)
+            except TransferGuardError as exc:  # made where no user line was on the stack
+                print(f"offload-prof: guard: {exc}", file=sys.stderr)
+                if outcome.exit_code == 0:
+                    outcome = Ending("exception", 1)
+        say(notes)
     rules, found = guarded.rules, guarded.violations
     if found and rules.mode != "raise":
         print(f"offload-prof: guard: {Summary(rules, tuple(found)).describe()}", file=sys.stderr)

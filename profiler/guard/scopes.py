@@ -103,6 +103,9 @@ class NoTransfers:
             LOG.warning("%s", Summary(self.rules, tuple(scope.violations)).describe())
         if scope.undelivered and exc is None:
             raise scope.undelivered[0]
+        if exc is None:
+            for note in SOURCES.blind_spots(self.rules, self._cupti):
+                SOURCES.say(note)
         return False
 
     def __call__(self, func: F) -> F:

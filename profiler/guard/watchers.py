@@ -239,13 +239,23 @@ class Sources:
             if self.cupti_problem:
                 if rules.source == "cupti":
                     raise GuardSourceError(f"no_transfers(source='cupti'): {self.cupti_problem}")
-                loaded = [m for m in GPU_LIBRARIES if m in sys.modules]
-                if not loaded:
-                    return False, []
-                return False, [f"the transfer guard sees only offload_core's copies here, not those of "
-                               f"{', '.join(loaded)}: {self.cupti_problem}"]
+                return False, self.blind_spots(rules, cupti=False)
         self._cupti_users += 1
         return True, []
+
+    def blind_spots(self, rules: Rules, cupti: bool) -> list[str]:
+        """What a scope that runs without CUPTI cannot see: the GPU libraries loaded now (said at entry and exit).
+
+        At exit too, because a program guarded as a whole (`OFFLOAD_GUARD`)
+        imports its libraries after the scope has opened.
+        """
+        if cupti or rules.source != "auto" or not self.cupti_problem:
+            return []
+        loaded = [m for m in GPU_LIBRARIES if m in sys.modules]
+        if not loaded:
+            return []
+        return [f"the transfer guard sees only offload_core's copies here, not those of {', '.join(loaded)}: "
+                f"{self.cupti_problem}"]
 
     def release(self, cupti: bool) -> None:
         with self._lock:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import sys
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 import pytest
@@ -34,10 +35,24 @@ def arrays(n: int = 100) -> tuple[np.ndarray, np.ndarray]:
     return np.zeros(n), np.ones(n)
 
 
+#: whether cupti-python imports here (the GPU machine): tests of what happens without it are skipped there
+HAS_CUPTI = importlib.util.find_spec("cupti") is not None
+
+
+def _silent_cupti() -> Callable[[], None]:
+    return lambda: None
+
+
 @pytest.fixture(autouse=True)
 def clean_guard(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """No CUPTI here (the sources are offload_core's events), nothing said yet; checks nothing leaks."""
+    """CUPTI "starts" and hears nothing (the NumPy backend makes no CUDA call), nothing said yet; checks nothing leaks.
+
+    So that a `source="auto"` scope behaves the same on CI and on the GPU
+    machine; the tests of the CUPTI source and of its absence set their own.
+    """
     monkeypatch.setattr(SOURCES, "_said", set())
+    monkeypatch.setattr(SOURCES, "start_cupti", _silent_cupti)
+    monkeypatch.setattr(SOURCES, "cupti_problem", None)
     yield
     assert not SOURCES.active, "every scope released its sources"
     assert not BUS._watchers, "the offload_core watcher is gone with the last scope"

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from profiler import guard
-from profiler.guard import TransferGuardError
+from profiler.guard import TransferGuardError, watchers
 from profiler.guard.watchers import SOURCES
 from profiler.sources.cupti.probe import import_cupti
 
@@ -39,7 +39,9 @@ pytest_plugins = ["pytester"]
 
 
 @pytest.fixture(autouse=True)
-def probe_cupti(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def real_cupti(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The real CUPTI source (kit's autouse fixture silences it for the CPU tests)."""
+    monkeypatch.setattr(SOURCES, "start_cupti", watchers._start_cupti)
     monkeypatch.setattr(SOURCES, "cupti_problem", None)
     yield
 

@@ -12,9 +12,10 @@ from offload_core import offload
 from profiler import guard
 from profiler.errors import ProfilerError
 from profiler.guard import GuardSourceError, GuardSourceWarning
+from profiler.guard import watchers
 from profiler.guard.watchers import SOURCES
 
-from .kit import arrays, daxpy
+from .kit import HAS_CUPTI, arrays, daxpy
 
 HERE = __file__
 
@@ -45,20 +46,13 @@ def test_source_cupti_without_cupti_is_refused_in_one_line(no_cupti: list[int]) 
     assert no_cupti == [1], "a machine that could not run CUPTI is not asked again"
 
 
+@pytest.mark.skipif(HAS_CUPTI, reason="cupti-python is installed here")
 def test_the_real_probe_refuses_here_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(SOURCES, "cupti_problem", None)
-    if "cupti" in sys.modules or _has_cupti():  # the probe imports cupti-python: absent on CI, so the refusal is real
-        pytest.skip("cupti-python is installed here")
+    monkeypatch.setattr(SOURCES, "start_cupti", watchers._start_cupti)  # the probe imports cupti-python: absent
     with pytest.raises(GuardSourceError, match=r"^no_transfers\(source='cupti'\): CUPTI needs the cupti extra") as caught:
         with guard.no_transfers(source="cupti"):
             pass
     assert "\n" not in str(caught.value)
-
-
-def _has_cupti() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("cupti") is not None
 
 
 def test_auto_says_once_what_it_cannot_see_when_a_gpu_library_is_loaded(
@@ -98,3 +92,13 @@ def test_an_offload_core_copy_is_reported_once_and_by_its_event(no_cupti: list[i
     with guard.no_transfers(mode="log") as g:
         offload(daxpy, y, x, 1.0)
     assert {v.source for v in g.violations} == {"offload_core"} and len(g.violations) == 3
+
+
+def test_a_library_loaded_inside_the_scope_is_said_when_it_ends(no_cupti: list[int],
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("cupy", "torch", "jax", "numba"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    with pytest.warns(GuardSourceWarning, match=r"not those of torch: CUPTI needs the cupti extra") as record:
+        with guard.no_transfers(mode="log"):
+            monkeypatch.setitem(sys.modules, "torch", types.ModuleType("torch"))  # the program imports it
+    assert len(record) == 1
