@@ -204,7 +204,11 @@ import guard_train
 def test_steps():
     guard_train.train(7, guard_train.build())
 """)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--offload-source=cupti")
+    from importlib.metadata import entry_points
+
+    installed = any(ep.value == "profiler.pytest_plugin" for ep in entry_points(group="pytest11"))
+    plugin = [] if installed else ["-p", "profiler.pytest_plugin"]  # run from a checkout on PYTHONPATH
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *plugin, "--offload-source=cupti")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
         f"*guard_train.py:{_item_line()} in train: `total += loss.item()  # site: item`: 7 D2H copies (28 B)*",
