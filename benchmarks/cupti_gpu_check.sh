@@ -40,7 +40,7 @@ echo "== environment"
 "$PY" - <<'EOF' || exit 2
 import importlib.util, sys
 from importlib import metadata
-from profiler.cupti.probe import import_cupti, load_driver, query_driver
+from profiler.sources.cupti.probe import import_cupti, load_driver, query_driver
 module, why = import_cupti()
 driver = query_driver(load_driver())
 def version(d):
@@ -62,5 +62,5 @@ echo "== tests (tests/profiler/cupti)"
 status=$?
 
 echo "== overhead (benchmarks/cupti_overhead.py)"
-"$PY" benchmarks/cupti_overhead.py --repeats 3 --large-reps 5 || echo "   benchmark failed (exit $?)"
+"$PY" benchmarks/cupti_overhead.py --no-programs --repeats 3 --large-reps 5 || echo "   benchmark failed (exit $?)"
 exit $status

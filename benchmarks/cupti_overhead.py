@@ -1,7 +1,23 @@
-"""What recording with CUPTI costs a plain CuPy program: small and large copies, traced and not.
+"""What recording with CUPTI costs: whole programs (a PyTorch training loop, a CuPy solver) and plain CuPy copies.
 
 Run on an NVIDIA GPU with the cupti extra:
     python benchmarks/cupti_overhead.py [--small 10000] [--large-mib 256] [--large-reps 10] [--repeats 5]
+    python benchmarks/cupti_overhead.py --programs [--repeats 3]     # the programs only
+    python benchmarks/cupti_overhead.py --no-programs                # the copy loops only
+
+Programs (`benchmarks/programs/`), each run in fresh processes, plain
+(`python PROGRAM`) and recorded (`python -m profiler run --source cupti
+-o TRACE -- PROGRAM`, with and without `--no-fingerprints`), the rounds
+interleaved; `loop` is the wall time the program measures around its own
+loop (what recording slows down; issue 13's targets: at most 1.15x for the
+launch-heavy PyTorch loop, 1.05x for the solver), `process` the whole
+command's wall time, which for the recorded run also holds the start-up
+of CUPTI, decoding the records and writing the trace:
+
+* `torch mlp` / `torch lstm`: `torch_train.py` (a few hundred kernels per
+  step, a batch upload and a `.item()` per step),
+* `cupy cg`: `cupy_cg.py` (conjugate gradient, a residual read back per
+  iteration).
 
 Workloads (plain CuPy, no offload_core):
 
@@ -30,8 +46,12 @@ figure is the fastest round. A table on stdout; nothing is asserted.
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import platform
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Callable
@@ -45,6 +65,73 @@ from profiler.sources.cupti import CuptiRecorder  # noqa: E402
 
 SMALL_TARGET = 2.0  # traced / untraced wall time
 LARGE_TARGET = 1.05
+ROOT = Path(__file__).resolve().parent.parent
+PROGRAMS = ROOT / "benchmarks" / "programs"
+#: name -> (program and arguments, target ratio of the loop's wall time, recorded / plain)
+PROGRAM_RUNS = {
+    "torch mlp": (["torch_train.py", "--model", "mlp", "--steps", "1500"], 1.15),
+    "torch lstm": (["torch_train.py", "--model", "lstm", "--steps", "300"], 1.15),
+    "cupy cg": (["cupy_cg.py", "--grid", "256", "--iters", "3000"], 1.05),
+}
+
+
+def run_program(argv: list[str], recorded: str | None, trace: Path) -> tuple[dict[str, object], float, str]:
+    """One fresh run: (the program's JSON line, the command's wall seconds, the profiler's summary line or "")."""
+    program = [str(PROGRAMS / argv[0]), *argv[1:]]
+    if recorded is None:
+        cmd = [sys.executable, *program]
+    else:
+        cmd = [sys.executable, "-m", "profiler", "run", "--source", "cupti", "-o", str(trace)]
+        cmd += ["--no-fingerprints"] if recorded == "cupti" else []
+        cmd += ["--", *program]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.strip().splitlines()[-1:]}")
+    line = next(text for text in reversed(proc.stdout.splitlines()) if text.startswith("{"))
+    summary = next((text for text in proc.stderr.splitlines() if text.startswith("offload-prof: wrote")), "")
+    return json.loads(line), wall, summary
+
+
+def programs(names: list[str], repeats: int) -> list[str]:
+    """Times each program plain and recorded; prints the table; returns the names that missed their target."""
+    head = (f"{'program':<11} {'plain loop s':>12} {'cupti s':>8} {'ratio':>6} {'target':>7} {'+fp s':>7} {'ratio':>6} "
+            f"{'plain proc s':>12} {'cupti proc s':>12}  trace")
+    print(head)
+    print("-" * len(head))
+    misses = []
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = Path(tmp) / "t.json"
+        for name in names:
+            argv, target = PROGRAM_RUNS[name]
+            configs: list[str | None] = [None, "cupti", "cupti+fp"]
+            loop = {c: float("inf") for c in configs}
+            proc = {c: float("inf") for c in configs}
+            summary = ""
+            try:
+                for i in range(repeats):
+                    for c in configs[i % 3:] + configs[: i % 3]:
+                        out, wall, said = run_program(argv, c, trace)
+                        loop[c] = min(loop[c], float(out["loop_s"]))  # type: ignore[arg-type]
+                        proc[c] = min(proc[c], wall)
+                        summary = said if c == "cupti" and said else summary
+            except (RuntimeError, subprocess.TimeoutExpired) as exc:
+                print(f"{name:<11} {exc}")
+                misses.append(name)
+                continue
+            ratio, fp_ratio = loop["cupti"] / loop[None], loop["cupti+fp"] / loop[None]
+            ok = ratio <= target
+            if not ok:
+                misses.append(name)
+            records = summary.split("(", 1)[1].split(";", 1)[0] if "(" in summary else "?"
+            print(f"{name:<11} {loop[None]:>12.3f} {loop['cupti']:>8.3f} {ratio:>5.2f}x {f'<={target:g}x':>6}"
+                  f"{' ' if ok else '!'}{loop['cupti+fp']:>7.3f} {fp_ratio:>5.2f}x {proc[None]:>12.2f} "
+                  f"{proc['cupti']:>12.2f}  {records}")
+    print("\n'ratio' is the program's own loop time recorded (--no-fingerprints) over plain; '+fp' records with "
+          "fingerprints (the default of `offload-prof run`); 'proc' is each command's whole wall time")
+    return misses
 
 
 def workloads(cp: object, small: int, large_mib: int, large_reps: int) -> dict[str, tuple[Callable[[], None], int, float]]:
@@ -119,8 +206,11 @@ def main() -> int:
     parser.add_argument("--large-mib", type=int, default=256, help="MiB per large copy (default: %(default)s)")
     parser.add_argument("--large-reps", type=int, default=10, help="large copies per run (default: %(default)s)")
     parser.add_argument("--repeats", type=int, default=5, help="rounds; the fastest is shown (default: %(default)s)")
-    parser.add_argument("--only", help="comma-separated workload names to run (default: all)")
+    parser.add_argument("--only", help="comma-separated workload or program names to run (default: all)")
+    parser.add_argument("--programs", action="store_true", help="time the programs only, not the copy loops")
+    parser.add_argument("--no-programs", action="store_true", help="time the copy loops only")
     args = parser.parse_args()
+    wanted = {w.strip() for w in args.only.split(",")} if args.only else None
     try:
         import cupy as cp
     except ImportError:
@@ -131,12 +221,21 @@ def main() -> int:
     except ProfilerError as exc:
         print(f"cupti_overhead: {exc}", file=sys.stderr)
         return 2
-    loads = workloads(cp, args.small, args.large_mib, args.large_reps)
-    if args.only:
-        wanted = {w.strip() for w in args.only.split(",")}
-        loads = {k: v for k, v in loads.items() if k in wanted}
     dev = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["name"]
     dev = dev.decode() if isinstance(dev, bytes) else dev
+    misses: list[str] = []
+    if not args.no_programs:
+        names = [n for n in PROGRAM_RUNS if wanted is None or n in wanted]
+        print(f"# {time.strftime('%Y-%m-%d')}, Python {platform.python_version()}, CuPy {cp.__version__}, "
+              f"{_torch_version()}, {dev}, fastest of {args.repeats} rounds; programs in fresh processes")
+        misses += programs(names, args.repeats)
+        print()
+        if args.programs:
+            print("targets met" if not misses else f"targets missed (marked !): {', '.join(misses)}")
+            return 0
+    loads = workloads(cp, args.small, args.large_mib, args.large_reps)
+    if wanted is not None:
+        loads = {k: v for k, v in loads.items() if k in wanted}
     print(f"# {time.strftime('%Y-%m-%d')}, Python {platform.python_version()}, CuPy {cp.__version__}, {dev}, "
           f"fastest of {args.repeats} rounds; traced = CuptiRecorder start + loop + stop")
     empty = []
@@ -148,7 +247,6 @@ def main() -> int:
             f"{'target':>7} {'+fp ms':>9} {'ratio':>6} {'records':>7} {'build ns/rec':>12}")
     print(head)
     print("-" * len(head))
-    misses = []
     for name, (fn, copies, target) in loads.items():
         last: list[CuptiRecorder] = []
         configs = {"off": fn, "cupti": traced(fn, False, last), "fp": traced(fn, True, [])}
@@ -176,6 +274,14 @@ def main() -> int:
           "copied byte (the default of `offload-prof run`); 'build' decodes the records and makes the Run")
     print("targets met" if not misses else f"targets missed (marked !): {', '.join(misses)}")
     return 0
+
+
+def _torch_version() -> str:
+    try:
+        import torch
+    except ImportError:
+        return "no PyTorch"
+    return f"PyTorch {torch.__version__}"
 
 
 if __name__ == "__main__":

@@ -3,8 +3,10 @@
 One small file per entry under `.offload-lint-cache/` (sharded by the first
 two hex digits), written atomically, so parallel runs and interrupted runs
 never see half an entry; a corrupt or foreign entry reads as a miss. The key
-is a BLAKE2 hash of the file's bytes, its module name (relative imports and
-the kernel index depend on it), and a salt made of the tool's version, a
+is a BLAKE2 hash of the file's bytes (for a notebook: the Python of its
+code cells and where each cell lies in it), its kind, its module name
+(relative imports and the kernel index depend on it), and a salt made of
+the tool's version, a
 fingerprint of the linter's own code, the rule catalog's files and the run's
 rule settings. Per-file ignores and output options are applied after the
 cache, so they never invalidate it.
@@ -52,9 +54,10 @@ class Cache:
         self.hits = 0
         self._ready = False
 
-    def key(self, data: bytes, module_name: str) -> str:
+    def key(self, data: bytes, module_name: str, kind: str = "py") -> str:
+        """The entry of one file: `data` is a Python file's bytes, or a notebook's code and cell layout."""
         h = hashlib.blake2b(self.salt, digest_size=20)
-        h.update(module_name.encode() + b"\0")
+        h.update(f"{kind}\0{module_name}\0".encode())
         h.update(data)
         return h.hexdigest()
 

@@ -37,6 +37,7 @@ else:  # pragma: no cover - Python 3.10
 DEFAULT_EXCLUDE = (
     ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", ".mypy_cache", ".pytest_cache",
     ".ruff_cache", ".offload-lint-cache", "build", "dist", "node_modules", "site-packages", ".eggs", "*.egg-info",
+    ".ipynb_checkpoints",
 )
 KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude", "per-file-ignores", "extend-apis",
         "options", "cache-dir", "contexts")

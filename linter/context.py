@@ -5,11 +5,14 @@ generation pass, which a file without findings never needs, so the first
 `report` pays for it and the rest reuse it. The module is wrapped without
 the deep copy MetadataWrapper makes by default, so the nodes the index
 recorded are the nodes the positions are keyed by.
+
+Message fields named `*_line` (the loop at line {loop_line}) are line
+numbers; in a notebook `line_label` turns them into a cell's terms.
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
@@ -21,8 +24,12 @@ from .source import RuleSettings
 
 
 class FileContext:
-    def __init__(self, source: str, index: ModuleIndex, sem: Semantics, settings: RuleSettings) -> None:
+    def __init__(
+        self, source: str, index: ModuleIndex, sem: Semantics, settings: RuleSettings,
+        line_label: Callable[[int], str] | None = None,
+    ) -> None:
         self.source = source
+        self.line_label = line_label
         self.module = index.module
         self.index = index
         self.sem = sem
@@ -91,6 +98,8 @@ class FileContext:
         if key in self._seen:
             return
         self._seen.add(key)
+        if self.line_label is not None:  # a notebook: "line 12" of the joined cells is "line 2 of cell 3"
+            fields = {k: self.line_label(v) if k.endswith("_line") and isinstance(v, int) else v for k, v in fields.items()}
         message = self.settings.rules[code].format(**fields)
         self.findings.append(
             Finding(code, r.start.line, r.start.column + 1, r.end.line, r.end.column + 1, message, fix)

@@ -13,11 +13,20 @@ bug of ours, a RecursionError included: CPython's parser has already
 accepted the file, so the fault is the linter's, not the code's) becomes
 the result's `error`, which the CLI reports with the file's path and turns
 into exit code 2 without losing the other files' findings.
+
+Two things are decided before any parsing. A file whose code is larger
+than OFF903's `max-bytes` is not parsed at all: LibCST's time and memory
+grow with the file (a 10 MB file took minutes and gigabytes), and one
+generated file must not stall a run or a pre-commit hook. And a notebook
+arrives as the Python text of its code cells with the map of its cells
+(`cells`): every position the run reports is then turned into a cell and a
+line of that cell, messages' "line N" included.
 """
 
 from __future__ import annotations
 
 import ast
+import gc
 import traceback
 
 import libcst as cst
@@ -29,8 +38,13 @@ from .context import FileContext
 from .findings import FileResult, Finding
 from .index import build_index
 from .kernels import KernelIndex
+from .notebooks import CellMap
 from .semantics import Semantics
 from .source import DecodeError, Decoded, RuleSettings, decode, diagnostic, settings_for  # noqa: F401
+
+
+#: the codes the engine reports itself: a file that cannot be read, parsed, or is too large never reaches a check
+DIAGNOSTICS = ("OFF901", "OFF902", "OFF903")
 
 
 def _syntax_error(settings: RuleSettings, text: str, line: int, column: int, message: str) -> tuple[Finding, ...]:
@@ -79,9 +93,64 @@ def lint_text(
     module_name: str = "__main__",
     is_package: bool = False,
     prefilter: bool = True,
+    cells: CellMap | None = None,
+) -> FileResult:
+    """Lint one file's text; for a notebook, `text` is its cells' Python and `cells` their map.
+
+    Python's cyclic garbage collector is paused meanwhile: a LibCST tree is
+    hundreds of thousands of objects, none of them garbage while the file is
+    linted, and the collector's repeated walks over them were a fifth to two
+    fifths of the CPU time on large files (docs/linter.md, "Size").
+    """
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        result = _lint(text, settings, apis, kernels, path, module_name, is_package, prefilter, cells)
+    finally:
+        if collecting:
+            gc.enable()
+    return cells.locate(result) if cells is not None else result
+
+
+def too_large(text: str, settings: RuleSettings) -> tuple[Finding, ...] | None:
+    """OFF903 (or nothing, when it is not selected) for code over the `max-bytes` limit; None under it.
+
+    The limit holds whether or not OFF903 is selected: ignoring the rule
+    hides the finding, it does not make a huge file cheap to parse.
+    """
+    limit = int(settings.options.get("OFF903", {}).get("max-bytes", 0) or 0)
+    if limit <= 0 or len(text) * 4 <= limit:  # a character is at most four bytes of UTF-8
+        return None
+    size = len(text) if len(text) > limit else len(text.encode("utf-8", "surrogatepass"))
+    if size <= limit:
+        return None
+    return diagnostic(settings, "OFF903", 1, 1, f"{_bytes(size)} of code is over the limit of {_bytes(limit)}")
+
+
+def _bytes(n: int) -> str:
+    if n < 10_000:
+        return f"{n} bytes"
+    if n < 10_000_000:
+        return f"{n / 1000:.0f} kB"
+    return f"{n / 1_000_000:.1f} MB"
+
+
+def _lint(
+    text: str,
+    settings: RuleSettings,
+    apis: ApiIndex,
+    kernels: KernelIndex | None,
+    path: str,
+    module_name: str,
+    is_package: bool,
+    prefilter: bool,
+    cells: CellMap | None,
 ) -> FileResult:
     if prefilter and not apis.mentions_api(text):
         return FileResult(path, skipped=True)
+    oversized = too_large(text, settings)
+    if oversized is not None:
+        return FileResult(path, oversized)
     rejected = vet(text)
     if rejected is not None:
         return FileResult(path, _syntax_error(settings, text, *rejected))
@@ -96,7 +165,7 @@ def lint_text(
     try:
         index = build_index(module, module_name, is_package)
         sem = Semantics(index, apis, kernels or KernelIndex())
-        ctx = FileContext(text, index, sem, settings)
+        ctx = FileContext(text, index, sem, settings, cells.label if cells is not None else None)
         for fn in checks_for(settings.enabled):
             fn(ctx)
         exports = sem.exports()

@@ -3,7 +3,10 @@
 They are frozen and made of plain values so that a worker process can send
 them back, the cache can store them, and every reporter reads the same
 thing. Positions are 1-based lines and columns (columns count code points,
-as editors do); fix edits are offsets into the decoded source text.
+as editors do); fix edits are offsets into the decoded source text. In a
+notebook, `cell` is the 1-based number of the cell (every cell counted) and
+the line is a line of that cell; fix edits stay offsets into the Python
+text the linter read (notebooks.py maps them back).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ class Finding:
     message: str
     fix: Fix | None = None
     suppressed: bool = False
+    cell: int | None = None
 
     def suppress(self) -> Finding:
         return replace(self, suppressed=True)
@@ -45,8 +49,8 @@ class Finding:
         return self.fix is not None and (self.fix.safety == "safe" or unsafe)
 
     @property
-    def sort_key(self) -> tuple[int, int, str]:
-        return (self.line, self.column, self.code)
+    def sort_key(self) -> tuple[int, int, int, str]:
+        return (self.cell or 0, self.line, self.column, self.code)
 
 
 @dataclass(frozen=True)

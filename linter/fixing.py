@@ -10,15 +10,23 @@ user is told. Ten rounds bound the loop.
 Fixed files are written by `rewrite.write_fixed` (whole or not at all); a
 write that fails (no permission, a full disk, a file-size limit) leaves the
 file as it was, counts nothing as fixed, and makes the command exit 2.
+
+A notebook is fixed as the Python of its cells; `Notebook.rewrite` puts the
+changed cells back into the file, and `--diff` shows the change per cell.
+A fix it refuses (one that would change a line of IPython syntax) leaves
+the notebook as it was and is named on stderr, like a fix that broke the
+code.
 """
 
 from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import TYPE_CHECKING, Callable
 
-from .findings import FileResult, Finding
+from .findings import FileResult, Finding, Fix
+from .notebooks import Notebook, NotebookFixError
 from .rewrite import write_fixed
 
 if TYPE_CHECKING:
@@ -46,16 +54,23 @@ def fix_text(
     result: FileResult,
     relint: Callable[[str], FileResult],
     applicable: Callable[[FileResult], list[Finding]],
+    accept: Callable[[str, Fix], bool] | None = None,
 ) -> tuple[str, FileResult, str | None]:
-    """Fix rounds on one text: (final text, its result, a note if a round had to be undone)."""
+    """Fix rounds on one text: (final text, its result, a note if a round had to be undone).
+
+    `accept(text, fix)`, where given, vetoes single fixes (in a notebook: one
+    that would rewrite a line of IPython syntax); the others still apply.
+    """
     from .fixes import apply_fixes
 
     current = result
     for _ in range(ROUNDS):
-        fixable = applicable(current)
-        if not fixable:
+        fixes = [f.fix for f in applicable(current) if f.fix is not None]
+        if accept is not None:
+            fixes = [fix for fix in fixes if accept(text, fix)]
+        if not fixes:
             break
-        new_text, applied = apply_fixes(text, [f.fix for f in fixable if f.fix is not None])
+        new_text, applied = apply_fixes(text, fixes)
         if not applied or new_text == text:
             break
         again = relint(new_text)
@@ -63,6 +78,17 @@ def fix_text(
             return text, current, "a fix produced code that does not parse; kept the last good version"
         text, current = new_text, again
     return text, current, None
+
+
+def _writable(notebook: Notebook, code: str, fix: Fix) -> bool:
+    """Can `fix`, applied to a notebook's Python `code`, be written back (no line of IPython syntax changed)?"""
+    from .fixes import apply_fixes
+
+    try:
+        notebook.fixed_sources(apply_fixes(code, [fix])[0])
+    except NotebookFixError:
+        return False
+    return True
 
 
 def fix_files(session: Session, run: RunResult, write: bool) -> FixOutcome:
@@ -79,18 +105,33 @@ def fix_files(session: Session, run: RunResult, write: bool) -> FixOutcome:
         def relint(new_text: str, job: Job = job) -> FileResult:
             return lint_text(
                 new_text, session.settings, session.apis, run.index,
-                path=job.display, module_name=job.module_name, is_package=job.is_package,
+                path=job.display, module_name=job.module_name, is_package=job.is_package, cells=job.cells,
             )
 
-        text, current, note = fix_text(job.text, result, relint, lambda r: _applicable(session, r))
+        notebook = run.notebooks.get(job.display) if job.cells is not None else None
+        accept = partial(_writable, notebook) if notebook is not None else None
+        text, current, note = fix_text(job.text, result, relint, lambda r: _applicable(session, r), accept)
         if note:
             outcome.notes.append(f"{job.display}: {note}")
         if text == job.text:
             continue
         after = len([f for f in session.visible(current) if not f.suppressed])
-        if write:
+        if not write:
             try:
-                write_fixed(job.path, text.encode(job.encoding), job.text.encode(job.encoding))
+                outcome.diff += notebook.diff(job.display, text) if notebook else unified_diff(job.display, job.text, text)
+            except NotebookFixError as exc:
+                outcome.notes.append(f"{job.display}: {exc}")
+                continue
+        else:
+            try:
+                if notebook is not None:
+                    old, new = notebook.data, notebook.rewrite(text)
+                else:
+                    old, new = job.text.encode(job.encoding), text.encode(job.encoding)
+                write_fixed(job.path, new, old)
+            except NotebookFixError as exc:
+                outcome.notes.append(f"{job.display}: {exc}")
+                continue
             except UnicodeEncodeError as exc:
                 outcome.failed.append(job.display)
                 outcome.notes.append(f"{job.display}: cannot write the fixed file: the fix is not encodable as {job.encoding} ({exc.reason})")
@@ -100,8 +141,8 @@ def fix_files(session: Session, run: RunResult, write: bool) -> FixOutcome:
                 outcome.notes.append(f"{job.display}: cannot write the fixed file: {exc.strerror or exc}; the file is unchanged")
                 continue
             run.results[n] = replace(current, path=result.path)
-        else:
-            outcome.diff += unified_diff(job.display, job.text, text)
+            if notebook is not None:  # later positions (SARIF, GitHub) are in the fixed file
+                run.notebooks[job.display] = Notebook.parse(new)
         outcome.files += 1
         outcome.fixed += max(0, before - after)
     for note in outcome.notes:

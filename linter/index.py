@@ -42,6 +42,8 @@ class Indexer(cst.CSTVisitor):
         self.stmts: list[cst.CSTNode] = []
         self.small: cst.CSTNode | None = None
         self.conds: list[tuple[cst.BaseExpression, bool]] = []
+        self.comp_names: list[dict[str, str]] = []  # comprehension targets in force, name -> its own name
+        self._comp_counter = 0
         self.call_of = self.idx.call_of
 
     # -- plumbing -----------------------------------------------------------------
@@ -88,19 +90,23 @@ class Indexer(cst.CSTVisitor):
         the iterable; `path` is the position inside nested tuple targets.
         """
         if isinstance(target, cst.Name):
+            name = self._local(target)
             if how == "for":
                 value = Unpack(value, path, True) if isinstance(value, cst.BaseExpression) else None
             elif path and how == "=":
                 how, value = "unpack", Unpack(value, path, False) if isinstance(value, cst.BaseExpression) else None
-            self._bind(target.value, target, how, value)
+            self._bind(name, target, how, value)
         elif isinstance(target, (cst.Tuple, cst.List)):
-            starred = any(isinstance(e, cst.StarredElement) for e in target.elements)
+            star = next((k for k, e in enumerate(target.elements) if isinstance(e.value, cst.StarredElement)), None)
+            n = len(target.elements)
             for k, element in enumerate(target.elements):
                 inner = element.value
-                if starred or isinstance(inner, cst.StarredElement):
+                if isinstance(inner, cst.StarredElement):
                     self._store_target(inner, "other" if how in ("=", "for") else how, None)
                 else:
-                    self._store_target(inner, how, value, (*path, k))
+                    # `for *box, conf, cls in rows`: after a star, count from the end
+                    position = k if star is None or k < star else k - n
+                    self._store_target(inner, how, value, (*path, position))
         elif isinstance(target, cst.StarredElement):
             self._store_target(target.value, how, None)
         elif isinstance(target, (cst.Subscript, cst.Attribute)):
@@ -136,9 +142,24 @@ class Indexer(cst.CSTVisitor):
 
     # -- names and imports ------------------------------------------------------------
 
+    def _local(self, node: cst.Name) -> str:
+        """The name a load or target refers to: a comprehension's target is its own variable.
+
+        Python scopes `y` in `[int(y) for y in s]` to the comprehension, so it
+        is a different variable from a `y` the function binds elsewhere; the
+        index calls it `y@N` (N: the comprehension) and records the rename for
+        the node, which `Semantics.name_of` reads back.
+        """
+        for mapping in reversed(self.comp_names):
+            renamed = mapping.get(node.value)
+            if renamed is not None:
+                self.idx.renamed[id(node)] = renamed
+                return renamed
+        return node.value
+
     def visit_Name(self, node: cst.Name) -> bool:
         self.idx.names.add(node.value)
-        self._emit("load", node.value, node)
+        self._emit("load", self._local(node), node)
         return False
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
@@ -270,6 +291,8 @@ class Indexer(cst.CSTVisitor):
         if first:
             for_in.iter.visit(self)  # the outermost iterable runs once, outside the loop
         loop = self._loop_start(for_in, "comp")
+        self._comp_counter += 1
+        self.comp_names.append({n.value: f"{n.value}@{self._comp_counter}" for n in _target_names(for_in.target)})
         self._store_target(for_in.target, "for", for_in.iter)
         for cond in for_in.ifs:
             cond.test.visit(self)
@@ -280,6 +303,7 @@ class Indexer(cst.CSTVisitor):
             for element in elements:
                 element.visit(self)
         self._loop_end(loop)
+        self.comp_names.pop()
 
     def visit_ListComp(self, node: cst.ListComp) -> bool:
         self._comprehension(node.for_in, [node.elt], True)
@@ -441,6 +465,16 @@ class Indexer(cst.CSTVisitor):
         self._in_new_scope(scope, list(body))
         self._bind(node.name.value, node.name, "def", node)
         return False
+
+
+def _target_names(target: cst.CSTNode) -> list[cst.Name]:
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _target_names(e.value)]
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return []
 
 
 def build_index(module: cst.Module, module_name: str = "__main__", is_package: bool = False) -> ModuleIndex:

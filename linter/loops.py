@@ -208,13 +208,23 @@ class LoopFacts:
 
     def rare_conds(self, conds: tuple[tuple[cst.BaseExpression, bool], ...], loop: Loop) -> bool:
         """`rare_branch` for a statement's enclosing conditions (see there)."""
+        for test, taken in conds:
+            if any(_every_n(comparison) for comparison in _equalities(test, taken)) or _every_n_or_flag(test, taken):
+                return True  # `if step % 500 == 0:` around the loop too: it runs every N steps
         changed = self.changed_in(loop)
+        counted = self.counted_in(loop)
         for test, taken in conds[loop.cond_depth:]:
+            if taken and any(_bounded(c, counted) for c in _conjunct_comparisons(test)):
+                return True  # `if shown < 3:` with `shown += 1` in the loop: the first few times only
             for comparison in _equalities(test, taken):
                 sides = [comparison.left, *(c.comparator for c in comparison.comparisons)]
                 if not all(self.expression_invariant(side, loop, changed) for side in sides):
                     return True
         return False
+
+    def counted_in(self, loop: Loop) -> frozenset[str]:
+        """Names the loop increases with `+=` (counters)."""
+        return frozenset(e.name for e in loop.scope.events[loop.start:loop.end] if e.kind == "aug")
 
     def guarded_by_flag(self, site: IndexedCall, loop: Loop) -> bool:
         """The call sits under an `if` whose test does not change in the loop: an opt-in (`if args.sync:`)."""
@@ -301,3 +311,41 @@ def _equalities(test: cst.BaseExpression, taken: bool) -> list[cst.Comparison]:
         if constant and ((taken and equal) or (not taken and unequal)):
             return [test]
     return []
+
+
+def _every_n(comparison: cst.Comparison) -> bool:
+    """`x % n == c`: true once every n values of x."""
+    sides = [comparison.left, *(c.comparator for c in comparison.comparisons)]
+    return any(isinstance(side, cst.BinaryOperation) and isinstance(side.operator, cst.Modulo) for side in sides)
+
+
+def _every_n_or_flag(test: cst.BaseExpression, taken: bool) -> bool:
+    """`if last_batch or step % n == 0:` (the usual logging test): every N steps, or on a flagged one."""
+    if not taken or not isinstance(test, cst.BooleanOperation) or not isinstance(test.operator, cst.Or):
+        return False
+    parts: list[cst.BaseExpression] = []
+    stack: list[cst.BaseExpression] = [test]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.Or):
+            stack += [node.left, node.right]
+        else:
+            parts.append(node)
+    every_n = [p for p in parts if any(_every_n(c) for c in _equalities(p, True))]
+    flags = [p for p in parts if isinstance(p, (cst.Name, cst.Attribute))]
+    return bool(every_n) and len(every_n) + len(flags) == len(parts)
+
+
+def _conjunct_comparisons(test: cst.BaseExpression) -> list[cst.Comparison]:
+    """The comparisons joined by `and` in a test (each must hold for the branch to run)."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _conjunct_comparisons(test.left) + _conjunct_comparisons(test.right)
+    return [test] if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 else []
+
+
+def _bounded(comparison: cst.Comparison, counted: frozenset[str]) -> bool:
+    """`count < N` / `count <= N` for a counter the loop increases: true a bounded number of times."""
+    op = comparison.comparisons[0].operator
+    bound = comparison.comparisons[0].comparator
+    return (isinstance(op, (cst.LessThan, cst.LessThanEqual)) and isinstance(comparison.left, cst.Name)
+            and comparison.left.value in counted and isinstance(bound, cst.Integer))

@@ -118,6 +118,7 @@ class ModuleIndex:
     functions: list[tuple[cst.FunctionDef, Scope]] = field(default_factory=list)  # (def, its own scope)
     names: set[str] = field(default_factory=set)
     call_of: dict[int, IndexedCall] = field(default_factory=dict)  # id(Call node) -> its IndexedCall
+    renamed: dict[int, str] = field(default_factory=dict)  # id(Name node) -> `y@N` for comprehension variables
 
 
 def _dotted(node: cst.CSTNode | None) -> str:

@@ -42,9 +42,9 @@ def emit(session: Session, run: RunResult) -> int:
         report = reporters.as_json(items, rules, unsafe, {path: session.context_of(path) for path, _ in items})
     elif args.format == "sarif":
         sources = {path: job.text for path, job in run.jobs.items()}
-        report = reporters.sarif(items, rules, __version__, sources)
+        report = reporters.sarif(items, rules, __version__, sources, run.notebooks)
     elif args.format == "github":
-        report = reporters.github(items, rules, unsafe)
+        report = reporters.github(items, rules, unsafe, run.notebooks)
     else:
         report = reporters.text(items, rules, unsafe)
     summary = ""

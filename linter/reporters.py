@@ -6,6 +6,15 @@ all formats (SARIF's own convention too). SARIF output follows the OASIS
 2.1.0 schema: one run, the tool's rules with their catalog texts, results
 with physical locations, `inSource` suppressions for findings shown with
 `--show-suppressed`, and fixes as artifact changes.
+
+A notebook's findings are placed by cell: text output writes
+`path.ipynb:cell 3:2:5:`, JSON adds `"cell"` (null for other files). The
+formats a code host displays (SARIF, GitHub annotations) point at the
+.ipynb file itself, where GitHub can show them: at the line and column of
+the JSON string that holds the source line, with the cell, line and column
+in the cell kept beside (SARIF result properties, the annotation's title).
+SARIF results in notebooks carry no `fixes`: their edits are offsets in
+the cells' Python, not in the file.
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ from offload_core.catalog import Rule
 from offload_core.github import Level, annotation
 
 from .findings import Finding
+from .notebooks import Notebook
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 _LEVEL = {"error": "error", "warning": "warning", "info": "note"}
@@ -32,7 +42,8 @@ def text(items: Sequence[Item], rules: Mapping[str, Rule], unsafe: bool) -> str:
     for path, f in items:
         mark = " [*]" if f.fixable(unsafe) else ""
         note = " (suppressed)" if f.suppressed else ""
-        lines.append(f"{path}:{f.line}:{f.column}: {f.code}{mark} {f.message}{note}")
+        where = f"cell {f.cell}:{f.line}:{f.column}" if f.cell is not None else f"{f.line}:{f.column}"
+        lines.append(f"{path}:{where}: {f.code}{mark} {f.message}{note}")
     return "\n".join(lines) + ("\n" if lines else "")
 
 
@@ -59,6 +70,7 @@ def as_json(items: Sequence[Item], rules: Mapping[str, Rule], unsafe: bool,
             "code": f.code,
             "name": rules[f.code].name,
             "path": path,
+            "cell": f.cell,
             "line": f.line,
             "column": f.column,
             "end_line": f.end_line,
@@ -73,18 +85,31 @@ def as_json(items: Sequence[Item], rules: Mapping[str, Rule], unsafe: bool,
     return json.dumps(out, indent=2) + "\n"
 
 
-def github(items: Sequence[Item], rules: Mapping[str, Rule], unsafe: bool) -> str:
+def _file_region(f: Finding, notebook: Notebook | None) -> tuple[int, int, int, int]:
+    """(line, column, end line, end column) of a finding in the file as stored: for a notebook, in its JSON."""
+    if f.cell is None or notebook is None:
+        return f.line, f.column, f.end_line, f.end_column
+    line, column = notebook.file_position(f.cell, f.line, f.column)
+    end_line, end_column = notebook.file_position(f.cell, f.end_line, f.end_column)
+    return line, column, end_line, end_column
+
+
+def github(items: Sequence[Item], rules: Mapping[str, Rule], unsafe: bool,
+           notebooks: Mapping[str, Notebook] | None = None) -> str:
     lines = []
     for path, f in items:
         if f.suppressed:
             continue
         rule = rules[f.code]
-        lines.append(annotation(_GITHUB[rule.severity], f"{f.code} {f.message}", file=path, line=f.line, col=f.column,
-                                end_line=f.end_line, end_column=f.end_column, title=f"{f.code} {rule.name}"))
+        line, column, end_line, end_column = _file_region(f, (notebooks or {}).get(path))
+        title = f"{f.code} {rule.name}" + (f" (cell {f.cell}, line {f.line})" if f.cell is not None else "")
+        lines.append(annotation(_GITHUB[rule.severity], f"{f.code} {f.message}", file=path, line=line, col=column,
+                                end_line=end_line, end_column=end_column, title=title))
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def sarif(items: Sequence[Item], rules: Mapping[str, Rule], version: str, sources: Mapping[str, str]) -> str:
+def sarif(items: Sequence[Item], rules: Mapping[str, Rule], version: str, sources: Mapping[str, str],
+          notebooks: Mapping[str, Notebook] | None = None) -> str:
     static = [r for r in rules.values() if r.kind == "static"]
     order = {r.id: i for i, r in enumerate(static)}
     driver = {
@@ -107,7 +132,8 @@ def sarif(items: Sequence[Item], rules: Mapping[str, Rule], version: str, source
     results = []
     for path, f in items:
         uri = Path(path).as_posix()
-        region = {"startLine": f.line, "startColumn": f.column, "endLine": f.end_line, "endColumn": f.end_column}
+        line, column, end_line, end_column = _file_region(f, (notebooks or {}).get(path))
+        region = {"startLine": line, "startColumn": column, "endLine": end_line, "endColumn": end_column}
         result: dict = {
             "ruleId": f.code,
             "ruleIndex": order.get(f.code, 0),
@@ -115,9 +141,12 @@ def sarif(items: Sequence[Item], rules: Mapping[str, Rule], version: str, source
             "message": {"text": f.message},
             "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri, "uriBaseId": "%SRCROOT%"}, "region": region}}],
         }
+        if f.cell is not None:
+            result["properties"] = {"cell": f.cell, "cellLine": f.line, "cellColumn": f.column,
+                                    "cellEndLine": f.end_line, "cellEndColumn": f.end_column}
         if f.suppressed:
             result["suppressions"] = [{"kind": "inSource"}]
-        if f.fix is not None and path in sources:
+        if f.fix is not None and f.cell is None and path in sources:
             result["fixes"] = [_sarif_fix(uri, f, sources[path])]
         results.append(result)
     log = {

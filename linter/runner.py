@@ -12,6 +12,11 @@ itself imports a kernel from another first-wave file is linted again once
 the index is complete, as is a cached result whose imported kernels have
 changed since (`needs`). Under pre-commit (`PRE_COMMIT=1`), which already
 runs hooks in parallel, the pool is not used.
+
+A notebook (`.ipynb`) is read here too: its code cells become one Python
+text and a map of cells (notebooks.py), and from then on it is a file like
+any other. Its cache key is that text and that map, not the file's bytes,
+so running a notebook again (new outputs, same code) keeps its entry.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from .apis import ApiIndex
 from .cache import Cache
 from .config import Config, matches
 from .findings import FileResult
+from .notebooks import CellMap, Notebook, NotebookError, is_notebook
 from .signatures import KernelIndex
 from .source import DecodeError, RuleSettings, UnreadableError, decode, diagnostic, read_source
 from .workers import WorkerDied, die_with_parent
@@ -47,6 +53,7 @@ class Job:
     text: str
     key: str
     encoding: str = "utf-8"
+    cells: CellMap | None = None  # a notebook's cells; `text` is then their Python
 
     @property
     def may_export(self) -> bool:
@@ -62,10 +69,11 @@ class RunResult:
     skipped: int = 0
     cached: int = 0
     index: KernelIndex = field(default_factory=KernelIndex)
+    notebooks: dict[str, Notebook] = field(default_factory=dict)  # display path -> notebook (analysed ones)
 
 
 def discover(paths: Sequence[Path], config: Config) -> list[Path]:
-    """Python files under `paths`, minus excluded ones; a named file is taken whatever its suffix.
+    """Python files and notebooks under `paths`, minus excluded ones; a named file is taken whatever its suffix.
 
     Exclusion is matched on paths relative to the configuration's folder,
     built by string joins during the walk: resolving every file (a syscall
@@ -116,7 +124,7 @@ def discover(paths: Sequence[Path], config: Config) -> list[Path]:
                     continue
                 if is_folder:
                     below.append((folder / entry.name, absolute))
-                elif entry.name.endswith((".py", ".pyi")):
+                elif entry.name.endswith((".py", ".pyi", ".ipynb")):
                     if is_link:
                         links.append((folder / entry.name, absolute))
                     else:
@@ -179,7 +187,7 @@ def _lint_job(job: Job, sigs: dict) -> FileResult:  # type: ignore[type-arg]
         _STATE["kernels"], _STATE["sigs"] = kernels, sigs
     return lint_text(
         job.text, _STATE["settings"], _STATE["apis"], kernels,
-        path=job.display, module_name=job.module_name, is_package=job.is_package,
+        path=job.display, module_name=job.module_name, is_package=job.is_package, cells=job.cells,
     )
 
 
@@ -228,6 +236,44 @@ class Runner:
             ) from None
         return out
 
+    def _read(self, path: Path, out: RunResult) -> Job | None:
+        """The file as a Job to lint; None when it is settled here (OFF902, or no known API in it)."""
+        display = display_path(path)
+        try:
+            data = read_source(path)
+        except UnreadableError as exc:
+            out.results.append(FileResult(display, diagnostic(self.settings, "OFF902", 1, 1, str(exc))))
+            return None
+        if is_notebook(path):
+            return self._read_notebook(path, display, data, out)
+        try:
+            decoded = decode(data)
+        except DecodeError as exc:
+            out.results.append(FileResult(display, diagnostic(self.settings, "OFF902", 1, 1, f"cannot decode: {exc}")))
+            return None
+        if not self.apis.mentions_api(decoded.text):
+            out.skipped += 1
+            return None
+        module_name, is_package = module_name_of(path)
+        key = self.cache.key(data, module_name)
+        return Job(path, display, module_name, is_package, decoded.text, key, decoded.encoding)
+
+    def _read_notebook(self, path: Path, display: str, data: bytes, out: RunResult) -> Job | None:
+        try:
+            notebook = Notebook.parse(data)
+        except NotebookError as exc:
+            out.results.append(FileResult(display, diagnostic(self.settings, "OFF902", exc.line, exc.column, str(exc))))
+            return None
+        if not notebook.python or not self.apis.mentions_api(notebook.code):
+            out.skipped += 1
+            return None
+        module_name, _ = module_name_of(path)
+        cells = notebook.map
+        layout = ",".join(f"{p.number}:{p.first}:{p.lines}" for p in cells.places)
+        key = self.cache.key(f"{layout}\n{notebook.code}".encode("utf-8", "surrogatepass"), module_name, kind="ipynb")
+        out.notebooks[display] = notebook
+        return Job(path, display, module_name, False, notebook.code, key, "utf-8", cells)
+
     def _tick(self, result: FileResult | None, i: int, total: int) -> FileResult | None:
         """Progress on stderr for long runs in a terminal: every 100 files and at the end."""
         done = i + 1
@@ -241,23 +287,9 @@ class Runner:
         candidates: list[Job] = []
         for path in files:
             out.files += 1
-            display = display_path(path)
-            try:
-                data = read_source(path)
-            except UnreadableError as exc:
-                out.results.append(FileResult(display, diagnostic(self.settings, "OFF902", 1, 1, str(exc))))
-                continue
-            try:
-                decoded = decode(data)
-            except DecodeError as exc:
-                out.results.append(FileResult(display, diagnostic(self.settings, "OFF902", 1, 1, f"cannot decode: {exc}")))
-                continue
-            if not self.apis.mentions_api(decoded.text):
-                out.skipped += 1
-                continue
-            module_name, is_package = module_name_of(path)
-            key = self.cache.key(data, module_name)
-            candidates.append(Job(path, display, module_name, is_package, decoded.text, key, decoded.encoding))
+            job = self._read(path, out)
+            if job is not None:
+                candidates.append(job)
         out.jobs = {job.display: job for job in candidates}
 
         first: list[Job] = []

@@ -24,6 +24,7 @@ import libcst as cst
 
 from .apis import Api, ApiIndex
 from .index import IndexedCall, ModuleIndex, Scope
+from .model import _dotted
 from .loops import LoopFacts
 from .values import DeviceValues
 from .kernels import KernelIndex, KernelParam, KernelSig, signature_of_def, signature_of_rawkernel
@@ -47,14 +48,6 @@ class Classified:
     @property
     def direction(self) -> str:
         return {"h2d": "host->device", "d2h": "device->host"}.get(self.kind, self.kind)
-
-
-def _dotted_text(expr: cst.BaseExpression | None) -> str:
-    if isinstance(expr, cst.Name):
-        return expr.value
-    if isinstance(expr, cst.Attribute):
-        return f"{_dotted_text(expr.value)}.{expr.attr.value}"
-    return ""
 
 
 def _arg(call: cst.Call, position: int | None, keyword: str | None) -> cst.BaseExpression | None:
@@ -112,6 +105,10 @@ class Semantics(LoopFacts, DeviceValues):
             base = self.qualify(expr.value)
             return f"{base}.{expr.attr.value}" if base is not None and not base.startswith("builtins.") else None
         return None
+
+    def name_of(self, node: cst.Name) -> str:
+        """The variable a Name node is: its text, or `y@N` inside the comprehension that binds `y`."""
+        return self.idx.renamed.get(id(node), node.value)
 
     def assignments(self, name: str, scope: Scope) -> list[tuple[str, cst.CSTNode | None]]:
         """The bindings of `name` visible from `scope` (its own, else the nearest enclosing one's)."""
@@ -172,7 +169,7 @@ class Semantics(LoopFacts, DeviceValues):
         data = _arg(call, api.arg if api.arg is not None else 0, None)
         kind = api.kind
         if api.direction_arg is not None:  # cudaMemcpy(..., cudaMemcpyKind.cudaMemcpyHostToDevice)
-            named = _dotted_text(_arg(call, api.direction_arg, "kind"))
+            named = _dotted(_arg(call, api.direction_arg, "kind"))
             if named.endswith("HostToDevice"):
                 kind = "h2d"
             elif named.endswith("DeviceToHost"):

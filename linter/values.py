@@ -100,6 +100,9 @@ class DeviceValues:
     def local_function(self, name: str, scope: Scope) -> Scope | None:
         raise NotImplementedError
 
+    def name_of(self, node: cst.Name) -> str:
+        raise NotImplementedError
+
     def calls_of(self, function: Scope) -> list[IndexedCall]:
         raise NotImplementedError
 
@@ -118,7 +121,7 @@ class DeviceValues:
         """Every binding of the name is a device value (`x = x.cuda()` for a parameter `x` is not)."""
         if not isinstance(expr, cst.Name):
             return self.device_lib(expr, scope) is not None
-        values = [(how, v) for how, v in self.assignments(expr.value, scope) if how not in ("item", "moved")]
+        values = [(how, v) for how, v in self.assignments(self.name_of(expr), scope) if how not in ("item", "moved")]
         assigned = [v for how, v in values if how != "aug"]
         return bool(assigned) and len(assigned) == sum(1 for how, _ in values if how == "=") and all(
             isinstance(v, cst.BaseExpression) and self.device_lib(v, scope) is not None for v in assigned
@@ -137,10 +140,10 @@ class DeviceValues:
             return False
         if self.surely_device(expr, site.scope):
             return True
-        if not isinstance(expr, cst.Name) or expr.value not in site.scope.assigns:
+        if not isinstance(expr, cst.Name) or self.name_of(expr) not in site.scope.assigns:
             return False
         events = site.scope.events
-        name = expr.value
+        name = self.name_of(expr)
         before = [e for e in events[:site.index] if e.kind == "bind" and e.name == name]
         if not before:
             return False
@@ -160,7 +163,8 @@ class DeviceValues:
         if depth > 24:
             return None
         if isinstance(expr, cst.Name):
-            return self._names(self._owner(expr.value, scope)).get(expr.value)
+            name = self.name_of(expr)
+            return self._names(self._owner(name, scope)).get(name)
         if isinstance(expr, cst.Call):
             return self._call_taint(expr, scope, depth)
         if isinstance(expr, (cst.BinaryOperation, cst.BooleanOperation)):
@@ -305,7 +309,7 @@ class DeviceValues:
                 kind = source.func.value
                 args = [a.value for a in source.args if a.keyword is None and not a.star]
                 if kind == "zip":
-                    if not index or index[0] >= len(args):
+                    if not index or not 0 <= index[0] < len(args):
                         return None
                     return self._element(args[index[0]], index[1:], scope, depth)
                 if kind == "enumerate":

@@ -37,7 +37,7 @@ from .backends.base import Backend, device_layout
 from .borrows import MOVES, MoveRecord, digest, fingerprint, may_overlap
 from .claims import CLAIMS, Range
 from .errors import AliasError, BorrowError, UseAfterMoveError
-from .events import BUS, Event, callsite
+from .events import BUS, callsite
 from .kernels import Kernel
 from .kinds import Kind
 from .params import Param, cast_scalar
@@ -283,10 +283,18 @@ def _launch_planned(be: Backend, k: Kernel, plan: Plan, args: tuple[Any, ...], s
     try:
         if BUS.subscribers:
             region_id = scope.regions[-1] if scope is not None else None
-            trace = _Trace(be, k.name, index, callsite(3), get_mode(), region_id)
-            mark = trace.mark()
-            be.launch(k, dev_args)
-            trace.device("launch", mark)
+            timer = be.timer
+            if timer is None:  # a host-clock backend: the launch's own interval
+                trace = _Trace(be, k.name, index, callsite(3), get_mode(), region_id)
+                mark = trace.mark()
+                be.launch(k, dev_args)
+                trace.device("launch", mark)
+            else:  # a device: sampled, no device event for most launches (launchtiming)
+                site = callsite(3)
+                token = timer.start(k.name)
+                issued = perf_counter_ns()
+                be.launch(k, dev_args)
+                timer.finish(k.name, token, issued, index, site, get_mode(), region_id)
         else:
             be.launch(k, dev_args)
     except BaseException as exc:
@@ -403,7 +411,7 @@ class _Trace:
     """Builds the events of one traced launch with as little per-event work as possible.
 
     The fields every event of the launch shares are fixed once; an event is
-    one positional `Event(...)` and one bus call. Host-timed intervals
+    one row (a tuple in `Event`'s field order) and one bus call. Host-timed intervals
     (allocations, frees, syncs, and everything on a host-clocked backend)
     are plain `perf_counter_ns` differences.
     """
@@ -422,14 +430,14 @@ class _Trace:
 
     def host(self, kind: Kind, start: int, nbytes: int = 0, pinned: bool = False, param: str | None = None,
              array: int | None = None) -> None:
-        BUS.emit(Event(kind, nbytes, pinned, start, perf_counter_ns() - start, self.kernel, self.launch, param, array,
-                       self.site, self.mode, self.region, None))
+        BUS.emit_row((kind, nbytes, pinned, start, perf_counter_ns() - start, self.kernel, self.launch, param, array,
+                      self.site, self.mode, self.region, None))
 
     def device(self, kind: Kind, mark: Any, nbytes: int = 0, pinned: bool = False, param: str | None = None,
                array: int | None = None, fp: str | None = None) -> None:
         if self.host_clock:
-            BUS.emit(Event(kind, nbytes, pinned, mark, perf_counter_ns() - mark, self.kernel, self.launch, param,
-                           array, self.site, self.mode, self.region, fp))
+            BUS.emit_row((kind, nbytes, pinned, mark, perf_counter_ns() - mark, self.kernel, self.launch, param,
+                          array, self.site, self.mode, self.region, fp))
         else:
             BUS.emit_timed(self.be.since(mark), kind=kind, nbytes=nbytes, pinned=pinned, kernel=self.kernel,
                            launch=self.launch, param=param, array=array, callsite=self.site, mode=self.mode,
@@ -476,9 +484,16 @@ def _run_traced(
                 temps[-1] = (i, ptr, pinned)
                 trace.device("h2d", mark, v.nbytes, pinned, name, ptr, fingerprint(v) if fingerprints else None)
         launched = True
-        mark = trace.mark()
-        be.launch(k, dev_args)
-        trace.device("launch", mark)
+        timer = be.timer
+        if timer is None:
+            mark = trace.mark()
+            be.launch(k, dev_args)
+            trace.device("launch", mark)
+        else:
+            token = timer.start(k.name)
+            issued = perf_counter_ns()
+            be.launch(k, dev_args)
+            timer.finish(k.name, token, issued, index, site, mode, region)
         downloaded = False
         for i, ptr, pinned in temps:
             if params[i].copies_back:

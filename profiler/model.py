@@ -9,10 +9,11 @@ them.
 from __future__ import annotations
 
 from .trace.model import Run
-from .trace.records import COPY_KINDS, DIRECTION_NAMES, KINDS, SCHEMA_VERSION, Link, Meta, Record, Site, relative_file
+from .trace.records import (COPY_KINDS, DIRECTION_NAMES, KINDS, SCHEMA_VERSION, Link, Meta, Process, Record, Site,
+                            relative_file)
 from .trace.tracefile import FORMAT
 
 __all__ = [
-    "COPY_KINDS", "DIRECTION_NAMES", "FORMAT", "KINDS", "SCHEMA_VERSION", "Link", "Meta", "Record", "Run", "Site",
-    "relative_file",
+    "COPY_KINDS", "DIRECTION_NAMES", "FORMAT", "KINDS", "SCHEMA_VERSION", "Link", "Meta", "Process", "Record", "Run",
+    "Site", "relative_file",
 ]

@@ -3,4 +3,4 @@
 from __future__ import annotations
 
 from . import flow, kernel_bodies, launches, loaders, syncs, transfers  # noqa: F401  (registration)
-from .registry import CHECKS, DIAGNOSTICS, Check, check, checks_for  # noqa: F401
+from .registry import CHECKS, Check, check, checks_for  # noqa: F401

@@ -1,4 +1,4 @@
-"""Data loaders that feed the GPU from pageable memory: OFF109.
+"""Data loaders whose batches reach the GPU without overlap: OFF109.
 
 A PyTorch DataLoader without `pin_memory=True` hands out batches in
 ordinary (pageable) host memory. Copying such a batch to the GPU goes
@@ -10,7 +10,10 @@ the loader is bound to a name, and a `for` loop iterates that name
 same scope or in a function of the file that receives the loader as an
 argument; inside the loop the batch (the loop target) is copied to the
 device. A loader whose `pin_memory` is an expression (a flag) or that is
-built with `**kwargs` is the user's choice and is not reported.
+built with `**kwargs` is the user's choice and is not reported. A pinned
+loader whose batches are copied with a plain `.to(device)` is reported at
+the copy: PyTorch then still waits for the copy (a stream synchronisation
+per batch), which `non_blocking=True` removes.
 """
 
 from __future__ import annotations
@@ -26,21 +29,33 @@ WRAPPERS = frozenset({"enumerate", "tqdm", "zip", "iter", "islice", "trange"})
 
 
 @check("OFF109")
-def unpinned_loaders(ctx: FileContext) -> None:
+def loader_copies(ctx: FileContext) -> None:
     sem = ctx.sem
     for site in ctx.index.calls:
         qualname = sem.qualify(site.node.func) or ""
         if not (qualname.startswith("torch.") and qualname.endswith(".DataLoader")):
             continue
-        if _pinned(site.node) is not False:
-            continue
+        pinned = _pinned(site.node)
         name = _bound_name(site)
-        if name is None:
+        if pinned is None or name is None:
             continue
         for loop in ctx.index.loops:
-            if loop.kind == "for" and _consumes(ctx, loop, name, site.scope) and _uploads_batches(ctx, loop):
-                ctx.report("OFF109", site.node, _pin_fix(ctx, site), loop_line=ctx.line(loop.node))
+            if loop.kind != "for" or not _consumes(ctx, loop, name, site.scope):
+                continue
+            copies = _batch_copies(ctx, loop)
+            if not copies:
+                continue
+            if not pinned:
+                ctx.report("OFF109", site.node, _pin_fix(ctx, site), loader_line=ctx.line(site.node),
+                           loop_line=ctx.line(loop.node), how="from pageable memory",
+                           advice="pass pin_memory=True to the DataLoader and copy with .to(device, non_blocking=True)")
                 break
+            for copy in copies:  # pinned, but each copy still waits: `.to(device)` without non_blocking
+                if not _non_blocking(copy.node):
+                    ctx.report("OFF109", copy.node, _non_blocking_fix(ctx, copy), loader_line=ctx.line(site.node),
+                               loop_line=ctx.line(loop.node), how="with a blocking copy from pinned memory",
+                               advice="pass non_blocking=True, so the host queues the step while the copy runs")
+            break
 
 
 def _pinned(call: cst.Call) -> bool | None:
@@ -105,15 +120,14 @@ def _nested_in(inner: Scope, outer: Scope) -> bool:
     return False
 
 
-def _uploads_batches(ctx: FileContext, loop: Loop) -> bool:
-    """Is something the loop target holds copied host->device inside the loop?"""
+def _batch_copies(ctx: FileContext, loop: Loop) -> list[IndexedCall]:
+    """The host->device copies, inside the loop, of what the loop target holds (the batch)."""
     sem = ctx.sem
     targets = {name for name, values in loop.scope.assigns.items()
                for how, value in values if how == "for" and isinstance(value, Unpack)
                and isinstance(loop.node, cst.For) and value.source is loop.node.iter}
-    if not targets:
-        return False
-    for site in loop.calls:
+    out: list[IndexedCall] = []
+    for site in loop.calls if targets else ():
         use = sem.classify(site.node, site.scope)
         if use is None or use.kind != "h2d" or use.api.library != "torch" or use.data is None:
             continue
@@ -121,8 +135,24 @@ def _uploads_batches(ctx: FileContext, loop: Loop) -> bool:
         while isinstance(root, (cst.Subscript, cst.Attribute)):
             root = root.value
         if isinstance(root, cst.Name) and root.value in targets:
-            return True
-    return False
+            out.append(site)
+    return out
+
+
+def _non_blocking(call: cst.Call) -> bool:
+    """`non_blocking=` given (True, or a flag: the author chose)."""
+    return any(a.keyword is not None and a.keyword.value in ("non_blocking", "async") for a in call.args) or any(
+        a.star == "**" for a in call.args)
+
+
+def _non_blocking_fix(ctx: FileContext, site: IndexedCall):  # type: ignore[no-untyped-def]
+    call = site.node
+    start, end = ctx.span(call)
+    close = ctx.source.rfind(")", start, end)
+    if close < 0:
+        return None
+    text = ", non_blocking=True" if call.args else "non_blocking=True"
+    return ctx.fix("Copy with non_blocking=True", "unsafe", [Edit(close, close, text)])
 
 
 def _pin_fix(ctx: FileContext, site: IndexedCall):  # type: ignore[no-untyped-def]

@@ -3,9 +3,9 @@
 A check is a function of a FileContext that reports through `ctx.report`.
 One function may serve several codes when they share their work (the
 transfer check classifies each call once for OFF101, OFF105-OFF108); the
-engine runs it once when any of its codes is enabled. OFF901 and OFF902 are
-reported by the engine itself (a file that cannot be read or parsed never
-reaches a check), so they are listed as DIAGNOSTICS.
+engine runs it once when any of its codes is enabled. The tool diagnostics
+(OFF9xx: a file that cannot be read, parsed or is too large never reaches a
+check) are the engine's own, listed in `engine.DIAGNOSTICS`.
 
 The registry lives apart from the package's `__init__`, which imports the
 check modules: each module imports `check` from here, so nothing imports
@@ -20,7 +20,6 @@ from ..context import FileContext
 
 Check = Callable[[FileContext], None]
 CHECKS: dict[str, Check] = {}
-DIAGNOSTICS = ("OFF901", "OFF902")
 
 
 def check(*codes: str) -> Callable[[Check], Check]:

@@ -139,7 +139,7 @@ def _element_source(ctx: FileContext, site: IndexedCall, loop: Loop, value: cst.
         return None
     if not isinstance(node, cst.Name):
         return None
-    for how, bound in sem.assignments(node.value, site.scope):
+    for how, bound in sem.assignments(sem.name_of(node), site.scope):
         if how != "for" or not isinstance(bound, Unpack) or not _iterates(loop, bound.source):
             continue
         source = _iterated_array(ctx, site, bound)
@@ -161,12 +161,16 @@ def _iterated_array(ctx: FileContext, site: IndexedCall, bound: Unpack) -> str |
     sem = ctx.sem
     source = bound.source
     index = list(bound.index)
-    if isinstance(source, cst.Call) and isinstance(source.func, cst.Name) and sem.qualify(source.func) in (
-            "builtins.zip", "builtins.enumerate"):
+    while isinstance(source, cst.Call) and isinstance(source.func, cst.Name) and sem.qualify(source.func) in (
+            "builtins.zip", "builtins.enumerate", "builtins.reversed", "builtins.list", "builtins.tuple"):
         args = [a.value for a in source.args if a.keyword is None and not a.star]
-        if source.func.value == "zip" and index and index[0] < len(args):
-            source = args[index[0]]
-        elif source.func.value == "enumerate" and index and index[0] == 1 and args:
+        if not args:
+            return None
+        if source.func.value == "zip" and index and 0 <= index[0] < len(args):
+            source, index = args[index[0]], index[1:]
+        elif source.func.value == "enumerate" and index and index[0] == 1:
+            source, index = args[0], index[1:]
+        elif source.func.value in ("reversed", "list", "tuple"):
             source = args[0]
         else:
             return None
@@ -199,5 +203,6 @@ def _measures_time(ctx: FileContext, loop: Loop) -> bool:
         if isinstance(func, cst.Attribute) and func.attr.value in TIMER_METHODS:
             return True
     return False
+
 
 

@@ -215,7 +215,7 @@ def _python_values(ctx: FileContext, site: IndexedCall, data: cst.BaseExpression
             return _python_values(ctx, site, data.args[0].value, depth + 1)  # torch.tensor([...]), np.array([...])
         return False
     if isinstance(data, cst.Name):
-        bindings = sem.assignments(data.value, site.scope)
+        bindings = sem.assignments(sem.name_of(data), site.scope)
         if not bindings:
             return False
         for how, value in bindings:

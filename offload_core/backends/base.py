@@ -27,6 +27,7 @@ import numpy as np
 if TYPE_CHECKING:
     from ..events import Timing
     from ..kernels import Kernel
+    from ..launchtiming import LaunchTimer
     from ..residency import PresentTable
 
 
@@ -133,6 +134,8 @@ class Backend(ABC):
     native_only: bool = False
     #: `mark()`/`since()` are the host clock (no device events to wait for)
     host_clock: bool = True
+    #: a device backend's sampler of recorded launches' device times (`offload_core.launchtiming`); None on the host
+    timer: LaunchTimer | None = None
 
     def mark(self) -> Any:
         """Start a device-side interval (copies, launches); `since(mark)` ends it."""

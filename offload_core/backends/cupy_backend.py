@@ -14,7 +14,8 @@ An asynchronous upload from page-locked memory reads the host bytes after
 the call returns, so the backend records a fence after it and
 `settle_uploads()` waits for that fence (not for the kernels) before
 control returns to the user. Timings are CUDA/HIP events, resolved when the
-event bus is flushed at the next synchronisation.
+event bus is flushed at the next synchronisation; a recorded launch gets
+its own pair only when `launchtiming` samples it (one in 32 per kernel).
 
 Only this module and `cupy_pinning`/`cupy_probe` import CuPy, and only when
 the backend is selected.
@@ -38,6 +39,7 @@ from cupy.cuda import runtime as rt
 from ..errors import BackendError, DeviceMemoryError
 from ..events import BUS
 from ..kernels import Kernel, PyKernel, RawKernel
+from ..launchtiming import LaunchTimer, every_from_env
 from ..residency import PresentTable, extent_bounds
 from .base import Backend
 from .cupy_pinning import HostPinning
@@ -62,6 +64,9 @@ class DeviceTiming:
         start = be._host_ns(self.start)
         be._events.append(self.start)
         be._events.append(self.end)
+        timer = be.timer
+        if timer is not None:  # the launch timer's model of the stream moves past this copy
+            timer.ended(start + duration)
         return start, duration
 
 
@@ -113,6 +118,7 @@ class CupyBackend(Backend):
         self._ref.record()
         self._ref.synchronize()
         self._ref_ns = time.perf_counter_ns()
+        self.timer = LaunchTimer(self, every_from_env())
 
     # ------------------------------------------------------------ description
     @property
@@ -340,6 +346,22 @@ class CupyBackend(Backend):
 
     def _host_ns(self, event: Any) -> int:
         return self._ref_ns + int(cupy.cuda.get_elapsed_time(self._ref, event) * 1e6)
+
+    # the launch timer's device clock (offload_core.launchtiming.DeviceClock); mark() is above
+    def passed(self, event: Any) -> bool:
+        return bool(event.done)
+
+    def wait(self, event: Any) -> None:
+        event.synchronize()
+
+    def at_ns(self, event: Any) -> int:
+        return self._host_ns(event)
+
+    def between_ns(self, start: Any, end: Any) -> int:
+        return int(cupy.cuda.get_elapsed_time(start, end) * 1e6)
+
+    def release(self, event: Any) -> None:
+        self._events.append(event)
 
     def flush_events(self) -> None:
         BUS.flush()

@@ -20,12 +20,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def execute(args: argparse.Namespace) -> int:
-    from ..analysis.detectors import detect
-    from ..outputs.report import render_compare, render_compare_json
+    from ..outputs.report import analyse, render_compare, render_compare_json
 
     a, b = load_trace(args.naive), load_trace(args.batched)
     link = model_link(a, args.link, args.no_model)
+    (fa, va), (fb, vb) = analyse(a, link), analyse(b, link)
     render = render_compare_json if args.format == "json" else render_compare
-    write_stdout(render(a, b, detect(a, link=link), detect(b, link=link),
-                        paths=(args.naive, args.batched), link=link, top=args.top))
+    write_stdout(render(a, b, fa, fb, paths=(args.naive, args.batched), link=link, top=args.top, verdicts=(va, vb)))
     return 0

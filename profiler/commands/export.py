@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from ..errors import ProfilerError
-from .common import check_writable, load_trace
+from .common import check_writable, load_trace, model_link
 
 NAME = "export"
 HELP = "convert traces to Chrome Trace Event JSON for Perfetto (default) or to plain JSON records"
@@ -40,8 +40,10 @@ def execute(args: argparse.Namespace) -> int:
     try:
         if fmt == "chrome":
             from ..outputs.chrome import export
+            from ..outputs.report import analyse
 
-            export(runs, out)
+            analysed = [analyse(run, model_link(run, None, False)) for run in runs]
+            export(runs, out, findings=[f for f, _ in analysed], verdicts=[v for _, v in analysed])
         else:
             from ..outputs.flat import export_flat
 

@@ -13,9 +13,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from ..errors import ProfilerError
 from .common import abandon_stdout, check_writable, load_trace, write_stdout
+
+if TYPE_CHECKING:
+    from ..trace.model import Run
 
 NAME = "gate"
 HELP = "fail CI on copy regressions against a baseline and a budget (exit 0 pass, 1 regression, 2 bad input)"
@@ -36,7 +40,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="compare a run with a baseline of another command, mode or backend")
     p.add_argument("--allow-empty", action="store_true",
                    help="accept a trace of no records, or a gate with nothing to check (default: refused, exit 2)")
-    p.add_argument("--format", choices=("text", "github", "json"), default="text", help="output format (default: %(default)s)")
+    p.add_argument("--format", choices=("text", "github", "json"), default="text",
+                   help="output format (default: %(default)s); github also annotates the run's runtime findings")
     p.epilog = ("Make the baseline once with --update-baseline (commit it), then gate later runs against it. "
                 "Exit 2 also for a failed target, a baseline of another command, mode or backend, or nothing to "
                 "check; the --allow-* options accept those.")
@@ -55,7 +60,7 @@ def execute(args: argparse.Namespace) -> int:
         raise ProfilerError(f"{args.run}: the recorded target {failure}, so it may have stopped short of the program's "
                             "copies; record a clean run, or pass --allow-failed-target")
     if not run.records and not args.allow_empty:
-        raise ProfilerError(f"{args.run}: the trace holds no records, so there is nothing to gate; "
+        raise ProfilerError(f"{args.run}: the trace holds no records, so there is nothing to gate{_unrecorded(run)}; "
                             "pass --allow-empty if an empty trace is expected")
     if args.update_baseline:
         if not args.baseline:
@@ -87,8 +92,23 @@ def execute(args: argparse.Namespace) -> int:
     if result.checks == 0 and not args.allow_empty:
         raise ProfilerError("nothing to check: neither the run nor the baseline has copies, and no budget limit "
                             "applies; pass --allow-empty to accept that")
+    annotations: list[str] = []
+    if args.format == "github":
+        from ..analysis.detectors import detect
+        from ..outputs.gate import finding_annotations
+        from .common import model_link
+
+        annotations = finding_annotations(run, detect(run, link=model_link(run, None, False)))
     try:
-        write_stdout(render(result, args.format))
+        write_stdout(render(result, args.format, annotations))
     except BrokenPipeError:  # the verdict stands whoever stopped reading it
         abandon_stdout()
     return result.exit_code
+
+
+def _unrecorded(run: Run) -> str:
+    """Why a trace may be empty: the child processes its recording could not follow, if it names any."""
+    missed = [p for p in run.meta.processes if not p.recorded]
+    if not missed:
+        return ""
+    return f" ({len(missed)} child process{'es' if len(missed) > 1 else ''} not recorded: {missed[0].label()}: {missed[0].note})"

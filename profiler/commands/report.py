@@ -1,4 +1,4 @@
-"""`offload-prof report TRACE`: totals, the call sites that copied most and the findings of one trace."""
+"""`offload-prof report TRACE`: the verdict, totals, the call sites that copied most and the findings of one trace."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 from .common import load_trace, model_link, positive_int, write_stdout
 
 NAME = "report"
-HELP = "totals, top call sites by copy time and findings of one trace"
+HELP = "verdict, totals, top call sites by copy time and findings (by expected saving) of one trace"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -19,12 +19,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def execute(args: argparse.Namespace) -> int:
-    from ..analysis.detectors import detect
-    from ..outputs.report import render_report, render_report_json
+    from ..outputs.report import analyse, render_report, render_report_json
 
     run = load_trace(args.trace)
     link = model_link(run, args.link, args.no_model)
-    findings = detect(run, link=link)
+    findings, judged = analyse(run, link)
     render = render_report_json if args.format == "json" else render_report
-    write_stdout(render(run, findings, path=args.trace, link=link, top=args.top))
+    write_stdout(render(run, findings, path=args.trace, link=link, top=args.top, judged=judged))
     return 0

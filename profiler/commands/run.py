@@ -1,9 +1,11 @@
 """`offload-prof run`: run a script or module in this process and record its copies, launches and syncs.
 
 The target runs in-process with its own argv, `sys.path[0]` and
-`__main__`; the trace is written even if it raises, exits or is
-interrupted, and its exit status is passed on. `--mode both` runs it
-twice, each path in a fresh process. `run`'s own options end where the
+`__main__`; the trace is written even if it raises, exits, calls
+`os._exit()` or is interrupted, and its exit status is passed on. Its
+child processes record themselves (`profiler.sources.children`) and the
+trace merges their parts. `--mode both` runs it twice, each path in a
+fresh process, and names only the traces those processes wrote. `run`'s own options end where the
 target begins (`-- script.py`, `script.py` or `-m module`), so the
 target's arguments are split off before argparse sees them
 (`split_run_argv`, called by `profiler.cli.main`).
@@ -22,7 +24,12 @@ from ..errors import ProfilerError
 from .common import DEFAULT_TRACE, check_writable, save_trace
 
 if TYPE_CHECKING:
-    from ..sources.runner import Target
+    from ..sources import Source
+    from ..sources.children import Gathered
+    from ..sources.parts import Unrecorded
+    from ..sources.runner import Ending, Target
+    from ..trace.model import Run
+    from ..trace.records import Link
 
 NAME = "run"
 HELP = "run a Python script or module and record its copies, launches and syncs"
@@ -33,7 +40,7 @@ _VALUE_OPTIONS = {"-o", "--output", "--mode", "--link", "--source"}
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.usage = ("offload-prof run [--source offload|cupti] [--mode naive|batched|both] [-o PATH] [--no-fingerprints] "
-               "[--link NAME|FILE] (-- script.py | -m module) [ARGS ...]")
+               "[--every-launch] [--link NAME|FILE] (-- script.py | -m module) [ARGS ...]")
     p.add_argument("--source", choices=("offload", "cupti"), default="offload",
                    help="offload: offload_core's events (any backend); cupti: every CUDA copy, memset, kernel and "
                         "sync of the process via CUPTI, plain CuPy/PyTorch/Numba included (NVIDIA GPU and the "
@@ -45,6 +52,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "NAME.naive.json and NAME.batched.json)")
     p.add_argument("--no-fingerprints", dest="fingerprints", action="store_false",
                    help="do not digest copied bytes (faster; OFF502/OFF503 then cannot run)")
+    p.add_argument("--every-launch", action="store_true",
+                   help="time every launch with its own device events (offload_core on a GPU) and take every "
+                        "launch's call site (CUPTI); by default both are sampled, which costs far less")
     p.add_argument("--link", help="link profile to store with the trace (default: this machine's calibration)")
     p.epilog = "The target runs in this process with its own argv, sys.path[0] and __main__."
 
@@ -64,11 +74,15 @@ def _run_here(args: argparse.Namespace, target: Target, output: Path) -> int:
     from offload_core.errors import OffloadError
 
     from ..sources import Source
+    from ..sources.children import ChildRecording
     from ..sources.recorder import Recorder
     from ..sources.runner import Ending, run_target, signals_deferred
     from ..trace.link import calibrated, resolve
 
     cupti = getattr(args, "source", "offload") == "cupti"
+    every_launch = getattr(args, "every_launch", False)
+    if every_launch:  # read by offload_core's GPU backend when it starts, here and in every child
+        os.environ["OFFLOAD_LAUNCH_TIMING"] = "exact"
     try:
         if args.mode:
             os.environ["OFFLOAD_MODE"] = args.mode
@@ -83,29 +97,82 @@ def _run_here(args: argparse.Namespace, target: Target, output: Path) -> int:
     if cupti:
         from ..sources.cupti import CuptiRecorder
 
-        recorder = CuptiRecorder(fingerprints=args.fingerprints).start()
+        recorder = CuptiRecorder(fingerprints=args.fingerprints, launch_sites="all" if every_launch else "sampled").start()
     else:
         recorder = Recorder(fingerprints=args.fingerprints).start()
+    children = ChildRecording("cupti" if cupti else "offload", args.fingerprints, every_launch)
+    finished: list[Ending] = []
+
+    def finish(outcome: Ending, hard_exit: int | None = None) -> None:
+        """Stop, merge the children's parts, write the trace and say so; once, from the end or from os._exit."""
+        if finished:
+            return
+        finished.append(outcome)
+        recorder.stop()
+        gathered = children.stop()
+        with signals_deferred():
+            run = _merged(recorder, gathered, target, outcome, hard_exit, link, ["offload-prof", *args.raw_argv])
+            save_trace(run, output)
+        if hard_exit is None:
+            sys.stdout.flush()  # the target's output first (os._exit leaves it unflushed, as it would unprofiled)
+        _report(output, run, outcome, recorder.notes(), gathered.unrecorded, cupti)
+
+    try:
+        children.start(on_os_exit=lambda code: finish(Ending("exit", code & 0xFF), code), detach=recorder.detach)
+    except OSError as exc:
+        recorder.stop()
+        raise ProfilerError(f"cannot make a folder for the child processes' records ({exc.strerror or exc})") from None
     outcome = Ending("interrupted", 130)
     try:
         outcome = run_target(target)
     finally:
-        recorder.stop()
-        with signals_deferred():
-            run = recorder.run(command=["offload-prof", *args.raw_argv], argv=target.argv, outcome=outcome.outcome,
-                               exit_code=outcome.exit_code, link=link)
-            save_trace(run, output)
-        sys.stdout.flush()
-        kinds = {k: 0 for k in ("h2d", "d2h", "launch")}
-        for r in run.records:
-            if r.kind in kinds:
-                kinds[r.kind] += 1
-        print(f"offload-prof: wrote {output} ({len(run.records)} records: {kinds['h2d']} H2D, {kinds['d2h']} D2H, "
-              f"{kinds['launch']} launches; backend {run.meta.backend}, mode {run.meta.mode}; "
-              f"target {outcome.outcome}, exit {outcome.exit_code})", file=sys.stderr)
-        for note in recorder.notes():
-            print(f"offload-prof: {note}", file=sys.stderr)
+        finish(outcome)
     return outcome.exit_code
+
+
+def _merged(recorder: Source, gathered: Gathered, target: Target, outcome: Ending, hard_exit: int | None,
+            link: Link | None, command: list[str]) -> Run:
+    """The target's records and every child's, as one run whose first process is the target's."""
+    from ..sources.merge import merge
+    from ..trace.records import Process
+
+    own = recorder.run(command=command, argv=target.argv, outcome=outcome.outcome, exit_code=outcome.exit_code,
+                       link=link)
+    main = Process(os.getpid(), os.getppid(), "main", tuple(target.argv),
+                   note="" if hard_exit is None else f"os._exit({hard_exit})")
+    return merge(own, main, recorder.origin_ns(), gathered.parts, gathered.unrecorded)
+
+
+def _report(output: Path, run: Run, outcome: Ending, notes: list[str], unrecorded: list[Unrecorded],
+            cupti: bool) -> None:
+    """The summary line on stderr, the source's notes, and a warning for what the trace cannot hold."""
+    kinds = {k: 0 for k in ("h2d", "d2h", "launch")}
+    for r in run.records:
+        if r.kind in kinds:
+            kinds[r.kind] += 1
+    recorded = sum(1 for p in run.meta.processes if p.recorded)
+    more = f", from {recorded} processes" if recorded > 1 else ""
+    print(f"offload-prof: wrote {output} ({len(run.records)} records: {kinds['h2d']} H2D, {kinds['d2h']} D2H, "
+          f"{kinds['launch']} launches{more}; backend {run.meta.backend}, mode {run.meta.mode}; "
+          f"target {outcome.outcome}, exit {outcome.exit_code})", file=sys.stderr)
+    for note in notes:
+        print(f"offload-prof: {note}", file=sys.stderr)
+    missed = [u for u in unrecorded if u.warn]
+    if missed:
+        named = "; ".join(f"{'pid ' + str(u.pid) if u.pid is not None else 'a child'} "
+                          f"({_short(' '.join(u.argv))}): {u.why}" for u in missed[:3])
+        rest = f"; and {len(missed) - 3} more" if len(missed) > 3 else ""
+        print(f"offload-prof: warning: {len(missed)} child process{'es' if len(missed) > 1 else ''} not recorded: "
+              f"{named}{rest} (listed in the trace's meta.processes)", file=sys.stderr)
+    if not run.records:
+        what = ("no CUDA copy, kernel or sync" if cupti else
+                "no offload_core launch, copy or sync (plain CuPy, PyTorch or Numba code needs --source cupti)")
+        print(f"offload-prof: warning: nothing was recorded: the target made {what}; `offload-prof gate` refuses "
+              "an empty trace unless given --allow-empty", file=sys.stderr)
+
+
+def _short(text: str, width: int = 60) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _run_both(args: argparse.Namespace, target: Target, output: Path) -> int:
@@ -114,22 +181,46 @@ def _run_both(args: argparse.Namespace, target: Target, output: Path) -> int:
     paths = both_paths(output)
     check_writable(paths[0])
     status = 0
+    written: list[Path] = []
     for mode, path in zip(("naive", "batched"), paths):
         cmd = [sys.executable, "-m", "profiler", "run", "--source", args.source, "--mode", mode, "-o", str(path)]
         if not args.fingerprints:
             cmd.append("--no-fingerprints")
+        if getattr(args, "every_launch", False):
+            cmd.append("--every-launch")
         if args.link:
             cmd += ["--link", args.link]
         print(f"offload-prof: running the {mode} path in a fresh process ...", file=sys.stderr, flush=True)
+        before = _identity(path)
         try:
             code = subprocess.run(cmd + target.command(), env=dict(os.environ, OFFLOAD_MODE=mode)).returncode
         except KeyboardInterrupt:
             return 130
+        ended = f"exit {code}"
         if code < 0:
+            ended = f"killed by signal {-code}"
             code = 128 - code  # killed by a signal, as a shell reports it
         status = status or code
-    print(f"offload-prof: compare them with: offload-prof compare {paths[0]} {paths[1]}", file=sys.stderr)
-    return status
+        after = _identity(path)
+        if after is not None and after != before:
+            written.append(path)
+        else:
+            print(f"offload-prof: the {mode} path's process ended ({ended}) without writing {path}", file=sys.stderr)
+    if len(written) == 2:
+        print(f"offload-prof: compare them with: offload-prof compare {paths[0]} {paths[1]}", file=sys.stderr)
+    elif written:
+        print(f"offload-prof: only {written[0]} was written; `offload-prof report {written[0]}` reads it",
+              file=sys.stderr)
+    return status or (0 if len(written) == 2 else 1)
+
+
+def _identity(path: Path) -> tuple[int, int, int, int] | None:
+    """What tells one version of a file from the next (the trace is written by a rename: a new inode)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size
 
 
 def split_run_argv(argv: Sequence[str]) -> tuple[list[str], Target | None]:

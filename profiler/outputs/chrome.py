@@ -3,7 +3,10 @@
 Each run becomes one process; its records become complete ("X") slices on
 one track per kind of work: H2D copies, D2H copies, kernel launches,
 syncs, and regions (entry to exit, so nested regions nest), plus a
-counter track of device memory held. Timestamps are microseconds from the
+counter track of device memory held. When findings are given, each is an
+instant ("i") event on a findings track at its first blamed record, named
+by its rule and expected saving, with its message; the run's verdict is
+the process's label. Timestamps are microseconds from the
 start of the run, as the format wants; several runs (naive and batched)
 exported together start at the same origin and line up one above the
 other. Slices on a track never overlap because offload_core issues one
@@ -17,12 +20,15 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..analysis.detectors import Finding
+from ..analysis.verdict import Verdict
 from ..files import write_atomically
 from ..trace.model import Run
 from ..trace.records import DIRECTION_NAMES, relative_file
+from .report import saving_text
 
 TRACKS = {"h2d": (1, "H2D copies"), "d2h": (2, "D2H copies"), "launch": (3, "kernels"), "sync": (4, "syncs"),
-          "region": (5, "regions"), "memory": (6, "device memory")}
+          "region": (5, "regions"), "memory": (6, "device memory"), "findings": (7, "findings")}
 
 
 def _us(ns: int) -> float:
@@ -77,12 +83,33 @@ def _process_events(run: Run, pid: int, name: str) -> list[dict[str, Any]]:
     return out
 
 
-def to_chrome(runs: Sequence[Run], names: Sequence[str] | None = None) -> dict[str, Any]:
-    """The Trace Event JSON object for one or more runs."""
+def _finding_events(run: Run, pid: int, findings: Sequence[Finding]) -> list[dict[str, Any]]:
+    out = []
+    for f in findings:
+        at = run.records[f.records[0]].start_ns if f.records else 0
+        out.append({"ph": "i", "s": "t", "cat": "finding", "name": f"{f.code} {saving_text(f)}", "pid": pid,
+                    "tid": TRACKS["findings"][0], "ts": _us(at),
+                    "args": {"code": f.code, "severity": f.severity, "fix": f.fix,
+                             "expected_saving_ns": f.expected_saving_ns, "message": f.message,
+                             "site": None if f.site is None else
+                             f"{relative_file(f.site.file, run.meta.cwd)}:{f.site.line}:{f.site.column}"}})
+    return out
+
+
+def to_chrome(runs: Sequence[Run], names: Sequence[str] | None = None,
+              findings: Sequence[Sequence[Finding]] | None = None,
+              verdicts: Sequence[Verdict | None] | None = None) -> dict[str, Any]:
+    """The Trace Event JSON object for one or more runs, with each run's findings and verdict when given."""
     events: list[dict[str, Any]] = []
     for n, run in enumerate(runs, 1):
         label = names[n - 1] if names else f"{run.label} ({run.meta.mode}, {run.meta.backend})"
         events += _process_events(run, n, label)
+        if findings is not None:
+            events += _finding_events(run, n, findings[n - 1])
+        judged = verdicts[n - 1] if verdicts is not None else None
+        if judged is not None:
+            events.append({"ph": "M", "name": "process_labels", "pid": n, "tid": 0,
+                           "args": {"labels": judged.summary(run.meta.cwd)}})
     return {
         "traceEvents": events,
         "displayTimeUnit": "ms",
@@ -90,7 +117,10 @@ def to_chrome(runs: Sequence[Run], names: Sequence[str] | None = None) -> dict[s
     }
 
 
-def export(runs: Sequence[Run], path: str | os.PathLike[str], names: Sequence[str] | None = None) -> Path:
+def export(runs: Sequence[Run], path: str | os.PathLike[str], names: Sequence[str] | None = None,
+           findings: Sequence[Sequence[Finding]] | None = None,
+           verdicts: Sequence[Verdict | None] | None = None) -> Path:
     target = Path(path)
-    write_atomically(target, json.dumps(to_chrome(runs, names), separators=(",", ":")).encode())
+    doc = to_chrome(runs, names, findings, verdicts)
+    write_atomically(target, json.dumps(doc, separators=(",", ":")).encode())
     return target

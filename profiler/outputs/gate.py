@@ -5,7 +5,10 @@ that says what failed (the shape of pytest-benchmark's compare-fail
 checks): exact per-flow checks (count and bytes of the copies per call
 site, kernel and direction), time checks with an explicit tolerance, and
 budget limits. `evaluate` runs them all and never stops at the first
-failure, so one CI run lists everything that regressed. Counts and bytes
+failure, so one CI run lists everything that regressed. With the GitHub
+format the run's runtime findings are annotated on their lines too
+(warnings, and notices for findings not worth a warning), each titled
+with its fix and expected saving; they never change the exit status. Counts and bytes
 are exact both ways by default: fewer copies than the baseline also fails,
 with a hint to accept the improvement with `--update-baseline`, so that a
 baseline never silently drifts from what the code does.
@@ -19,12 +22,14 @@ from typing import Literal, Protocol, Sequence
 
 from offload_core.github import annotation
 
+from ..analysis.detectors import Finding
 from ..analysis.summary import Flow, totals
 from ..trace.model import Run
-from ..trace.records import DIRECTION_NAMES, Direction
+from ..trace.records import DIRECTION_NAMES, Direction, relative_file
 from ..units import fmt_bytes, fmt_ns, plural
 from .baseline import Baseline, FlowKey
 from .budget import Budget, Limit, SiteBudget, Tolerance
+from .report import saving_text
 
 #: why a check failed: more copies (or new ones), fewer (to accept), a budget limit, a time tolerance
 FailureKind = Literal["regression", "improvement", "budget", "time"]
@@ -213,7 +218,20 @@ def evaluate(checks: Sequence[Check]) -> GateResult:
 
 
 # ---------------------------------------------------------------- output
-def render(result: GateResult, fmt: Literal["text", "github", "json"]) -> str:
+def finding_annotations(run: Run, findings: Sequence[Finding]) -> list[str]:
+    """A GitHub annotation per runtime finding, on its line, titled with its fix and expected saving."""
+    out = []
+    for f in findings:
+        site = f.site
+        out.append(annotation("warning" if f.severity == "warning" else "notice", f.message,
+                              file=None if site is None else relative_file(site.file, run.meta.cwd),
+                              line=None if site is None else site.line, col=None if site is None else site.column,
+                              title=f"offload-prof {f.code}: {f.fix}, {saving_text(f)}"))
+    return out
+
+
+def render(result: GateResult, fmt: Literal["text", "github", "json"], annotations: Sequence[str] = ()) -> str:
+    """The gate's output; `annotations` (GitHub format only) are added before the verdict line."""
     if fmt == "json":
         return json.dumps({
             "passed": result.passed, "checks": result.checks,
@@ -225,6 +243,8 @@ def render(result: GateResult, fmt: Literal["text", "github", "json"]) -> str:
         if fmt == "github":
             lines.append(annotation("error", f.message, file=f.file or None, line=(f.line or 1) if f.file else None,
                                     title="offload-prof gate"))
+    if fmt == "github":
+        lines += annotations
     verdict = "passed" if result.passed else f"FAILED: {len(result.failures)} of {plural(result.checks, 'check')}"
     lines.append(f"gate {verdict}" + (f" ({plural(result.checks, 'check')})" if result.passed else ""))
     return "\n".join(lines) + "\n"

@@ -1,8 +1,12 @@
 """Text reports: `offload-prof report TRACE`, `offload-prof compare NAIVE BATCHED`, and the headline sentence.
 
-Renderers only read a `Run` (through `profiler.analysis.summary`) and the
-findings of `profiler.analysis.detectors`; they compute nothing the TUI or
-a JSON consumer could not compute the same way. Measured and modelled
+Renderers only read a `Run` (through `profiler.analysis.summary`), the
+findings of `profiler.analysis.detectors` and the run's verdict
+(`profiler.analysis.verdict`, first thing after the header: what bounded
+the run, so the findings below can be read against it); they compute
+nothing the TUI or a JSON consumer could not compute the same way.
+Findings are listed by expected saving, the largest first, with the
+saving up front. Measured and modelled
 figures are never mixed: modelled columns are headed with the link
 profile's name and a note says where the figures come from. The names of
 runs, call-site labels and the ratio sentence ("batched is 139x faster;
@@ -17,7 +21,9 @@ from dataclasses import asdict
 from typing import Any, Sequence
 
 from ..analysis.detectors import Finding, detect, needs_fingerprints
+from ..analysis.replay import Timeline
 from ..analysis.summary import Flow, SiteSummary, Totals, by_site, totals
+from ..analysis.verdict import Verdict, verdict
 from ..trace.model import Run
 from ..trace.records import Link, Site, relative_file
 from ..units import fmt_bytes, fmt_ns, fmt_ratio, plural
@@ -113,10 +119,27 @@ def sites_lines(sites: Sequence[SiteSummary], cwd: str, top: int, modelled: bool
     return lines
 
 
+def saving_text(f: Finding) -> str:
+    """`saves 11.3 ms (61%)`: the finding's expected saving and its share of the wall time."""
+    if f.expected_saving_ns is None:
+        return "saving not measurable on this backend"
+    share = f.saving_share
+    return f"saves {fmt_ns(f.expected_saving_ns)}" + ("" if share is None else f" ({_share_text(share)})")
+
+
+def _share_text(share: float) -> str:
+    """`61%`, `0.4%`, `<0.1%`."""
+    if share >= 0.095:
+        return f"{100 * share:.0f}%"
+    if share >= 0.001 or share == 0:
+        return f"{100 * share:.1f}%"
+    return "<0.1%"
+
+
 def finding_line(f: Finding, cwd: str) -> str:
     where = "<unknown>" if f.site is None else f"{relative_file(f.site.file, cwd)}:{f.site.line}:{f.site.column}"
     static = f" (static: {', '.join(f.related)})" if f.related else ""
-    return f"{where}: {f.code} [{f.severity}] {f.message}{static}"
+    return f"{where}: {f.code} [{f.severity}] {f.fix}, {saving_text(f)}: {f.message}{static}"
 
 
 def findings_lines(run: Run, findings: Sequence[Finding]) -> list[str]:
@@ -127,10 +150,33 @@ def findings_lines(run: Run, findings: Sequence[Finding]) -> list[str]:
     return lines
 
 
-def render_report(run: Run, findings: Sequence[Finding], *, path: str, link: Link | None = None, top: int = 10) -> str:
+def verdict_line(v: Verdict | None, cwd: str, name: str = "") -> str:
+    """`verdict  host-bound: device busy 13%, ...` (with the run's name when there are several)."""
+    label = f"{name}: " if name else ""
+    return f"verdict  {label}" + (v.summary(cwd) if v is not None else "no device work recorded")
+
+
+def verdict_json(v: Verdict | None) -> dict[str, Any] | None:
+    """The verdict's figures for JSON: its fields, the shares and the evidence sentence."""
+    if v is None:
+        return None
+    return {**asdict(v), "idle_ns": v.idle_ns, "busy_share": v.busy_share, "copy_share": v.share(v.copy_ns),
+            "sync_share": v.share(v.sync_ns), "kernel_share": v.share(v.kernel_ns), "evidence": v.evidence()}
+
+
+def analyse(run: Run, link: Link | None) -> tuple[list[Finding], Verdict | None]:
+    """The findings and the verdict of `run`, from one inference of its timeline."""
+    timeline = Timeline.of(run)
+    return detect(run, link=link, timeline=timeline), verdict(run, timeline)
+
+
+def render_report(run: Run, findings: Sequence[Finding], *, path: str, link: Link | None = None, top: int = 10,
+                  judged: Verdict | None = None) -> str:
+    """`report`'s text; `judged` is the run's verdict (computed here when not given)."""
     modelled = link is not None
     t = totals(run, link)
     lines = header_lines(run, path)
+    lines.append(verdict_line(judged if judged is not None else verdict(run), run.meta.cwd))
     share = f" ({100 * t.copy_share:.1f}% of wall)" if t.wall_ns else ""
     lines.append(f"wall     {fmt_ns(t.wall_ns)}; copies {fmt_ns(t.copies.ns)}{share}; "
                  f"{plural(t.launches.count, 'launch', 'launches')} in {t.regions} region(s)")
@@ -138,14 +184,16 @@ def render_report(run: Run, findings: Sequence[Finding], *, path: str, link: Lin
     lines += ["", "totals", *totals_lines(t, modelled, f" ({link.name})" if link else "",
                                           link is not None and link.sync_us is not None)]
     lines += ["", "top call sites by copy time", *sites_lines(by_site(run, link), run.meta.cwd, top, modelled)]
-    lines += ["", f"findings ({len(findings)})", *findings_lines(run, findings)]
+    lines += ["", f"findings ({len(findings)}), largest expected saving first", *findings_lines(run, findings)]
     return "\n".join(lines) + "\n"
 
 
 def render_report_json(run: Run, findings: Sequence[Finding], *, path: str, link: Link | None = None,
-                       top: int = 10) -> str:
-    """`report --format json`: the trace's meta, the link, totals, the top call sites and the findings."""
-    doc = {"trace": path, "meta": asdict(run.meta), "link": None if link is None else asdict(link),
+                       top: int = 10, judged: Verdict | None = None) -> str:
+    """`report --format json`: the trace's meta, the verdict, the link, totals, the top call sites and the findings."""
+    doc = {"trace": path, "meta": asdict(run.meta),
+           "verdict": verdict_json(judged if judged is not None else verdict(run)),
+           "link": None if link is None else asdict(link),
            "totals": asdict(totals(run, link)), "sites": [asdict(s) for s in by_site(run, link)[:top]],
            "findings": [asdict(f) for f in findings]}
     return json.dumps(doc, indent=1) + "\n"
@@ -154,12 +202,16 @@ def render_report_json(run: Run, findings: Sequence[Finding], *, path: str, link
 def render_compare(
     naive: Run, batched: Run, naive_findings: Sequence[Finding], batched_findings: Sequence[Finding],
     *, paths: tuple[str, str], link: Link | None = None, top: int = 10,
+    verdicts: tuple[Verdict | None, Verdict | None] | None = None,
 ) -> str:
+    """`compare`'s text; `verdicts` are the runs' (computed here when not given)."""
     a, b = totals(naive, link), totals(batched, link)
     first, second = run_names((naive, batched))
     names = (first, second)
+    judged = verdicts if verdicts is not None else (verdict(naive), verdict(batched))
     lines = [f"compare  {paths[0]} ({names[0]})  vs  {paths[1]} ({names[1]})",
              f"target   {naive.label}" + ("" if naive.label == batched.label else f"  vs  {batched.label}")]
+    lines += [verdict_line(v, run.meta.cwd, name) for v, run, name in zip(judged, (naive, batched), names)]
     lines += link_note(link, naive)
     rows: list[list[str]] = []
 
@@ -213,10 +265,13 @@ def _compare_sites(a: Run, b: Run, link: Link | None, top: int, names: tuple[str
 def render_compare_json(
     naive: Run, batched: Run, naive_findings: Sequence[Finding], batched_findings: Sequence[Finding],
     *, paths: tuple[str, str], link: Link | None = None, top: int = 10,
+    verdicts: tuple[Verdict | None, Verdict | None] | None = None,
 ) -> str:
-    """`compare --format json`: each run (meta, totals, findings), the ratios of the text table, the top call sites."""
+    """`compare --format json`: each run (meta, verdict, totals, findings), the ratios of the text table, the top
+    call sites."""
     a, b = totals(naive, link), totals(batched, link)
     names = run_names((naive, batched))
+    judged = verdicts if verdicts is not None else (verdict(naive), verdict(batched))
 
     def ratio(x: float | None, y: float | None) -> float | None:
         return None if x is None or y is None or y == 0 else x / y
@@ -228,9 +283,10 @@ def render_compare_json(
         "d2h_count": ratio(a.d2h.count, b.d2h.count), "d2h_bytes": ratio(a.d2h.nbytes, b.d2h.nbytes),
         "launches": ratio(a.launches.count, b.launches.count), "syncs": ratio(a.syncs.count, b.syncs.count),
     }
-    runs = [{"trace": path, "name": name, "meta": asdict(run.meta), "totals": asdict(t),
+    runs = [{"trace": path, "name": name, "meta": asdict(run.meta), "verdict": verdict_json(v), "totals": asdict(t),
              "sites": [asdict(s) for s in by_site(run, link)[:top]], "findings": [asdict(f) for f in found]}
-            for path, name, run, t, found in zip(paths, names, (naive, batched), (a, b), (naive_findings, batched_findings))]
+            for path, name, run, v, t, found in zip(paths, names, (naive, batched), judged, (a, b),
+                                                   (naive_findings, batched_findings))]
     doc = {"link": None if link is None else asdict(link), "runs": runs, "ratios": ratios}
     return json.dumps(doc, indent=1) + "\n"
 
@@ -336,9 +392,10 @@ def modelled_clause(runs: Named, link: Link | None) -> str:
 def render_runs(runs: Sequence[Run], paths: Sequence[str], link: Link | None) -> str:
     """What the TUI would open on, as text: `compare` and the headline's sentences for two runs, `report` for one."""
     if len(runs) == 1:
-        return render_report(runs[0], detect(runs[0], link=link), path=paths[0], link=link)
-    text = render_compare(runs[0], runs[1], detect(runs[0], link=link), detect(runs[1], link=link),
-                          paths=(paths[0], paths[1]), link=link)
+        findings, judged = analyse(runs[0], link)
+        return render_report(runs[0], findings, path=paths[0], link=link, judged=judged)
+    (fa, va), (fb, vb) = analyse(runs[0], link), analyse(runs[1], link)
+    text = render_compare(runs[0], runs[1], fa, fb, paths=(paths[0], paths[1]), link=link, verdicts=(va, vb))
     named = [(name, totals(run, link)) for name, run in zip(run_names(runs), runs)]
     clause = modelled_clause(named, link)
     measured = "measured: " + ratio_sentence(named, [run.meta.wall_samples_ns for run in runs])

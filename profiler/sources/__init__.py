@@ -2,9 +2,11 @@
 
 `recorder` (offload_core's events), `cupti/` (every CUDA call of the
 process, NVIDIA), `rocprof` (rocprofv3 output, AMD), `runner` (the target
-script or module, run in this process), `suite` (the RAJAPerf suite on both
-paths, for the demo), `calibrate` (this machine's link figures) and `meta`
-(the one `Meta` of a run recorded here). They write the trace room's
+script or module, run in this process), `children` with `parts`, `merge`
+and `startup/` (the target's child processes, each recording itself into
+a part of its own, merged into one trace), `suite` (the RAJAPerf suite on
+both paths, for the demo), `calibrate` (this machine's link figures) and
+`meta` (the one `Meta` of a run recorded here). They write the trace room's
 records and read nothing above it. `Source` is what `offload-prof run`
 asks of a recorder.
 """
@@ -22,6 +24,14 @@ class Source(Protocol):
     """A recorder `offload-prof run` can drive: offload_core's `Recorder` or the CUPTI `CuptiRecorder`."""
 
     def stop(self) -> None: ...
+
+    def origin_ns(self) -> int:
+        """The `perf_counter_ns` value the run's record times count from (children's parts use that clock)."""
+        ...
+
+    def detach(self) -> None:
+        """In a forked child: stop recording into the parent's recorder, at once and delivering nothing."""
+        ...
 
     def run(self, *, command: Sequence[str] = (), argv: Sequence[str] = (), outcome: Outcome = "ok",
             exit_code: int = 0, link: Link | None = None) -> Run: ...

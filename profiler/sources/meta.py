@@ -38,6 +38,7 @@ def recorded_meta(
     outcome: Outcome = "ok",
     exit_code: int = 0,
     link: Link | None = None,
+    estimated: Sequence[str] = (),
 ) -> Meta:
     """The `Meta` of a run this process recorded: the given facts plus version, folder, Python and host."""
     return Meta(
@@ -56,6 +57,7 @@ def recorded_meta(
         outcome=outcome,
         exit_code=exit_code,
         link=link,
+        estimated=tuple(estimated),
     )
 
 

@@ -2,9 +2,14 @@
 
 The hot path is one bound `list.append` per event, handed to the bus as
 the subscriber itself, so recording adds no Python frame of its own to a
-launch (see `benchmarks/profiler_overhead.py`). Everything else, relative
+launch, and the bus hands it rows (tuples in `Event`'s field order), not
+`Event`s, whose construction alone cost more than the rest of a recorded
+launch (see `benchmarks/profiler_overhead.py` and `benchmarks/launch.py`). Everything else, relative
 times, interned call sites with their source text, the metadata, happens
 once in `run()`, after the program has finished.
+
+On a GPU most launches get a device time estimated from sampled ones
+(`offload_core.launchtiming`); the run's `meta.estimated` then says so.
 
 Threads. offload_core delivers each event on the thread that issued (or
 flushed) it, so with a threaded program the hot path runs on many threads
@@ -41,19 +46,26 @@ from ..trace.records import Link, Outcome, Record, Site
 from .meta import recorded_meta, started_now
 
 
+#: what a GPU backend's sampled launch timing estimates (`offload_core.launchtiming`), as `Meta.estimated` says it
+ESTIMATED_LAUNCH_TIMES = ("launch.start_ns", "launch.duration_ns")
+
+
 class Recorder:
     """Record every offload_core event between `start()` and `stop()` (or inside `with`)."""
 
     def __init__(self, *, fingerprints: bool = False) -> None:
         self.fingerprints = fingerprints
-        #: the raw events, exactly as the bus delivered them
-        self.raw: list[events.Event] = []
+        #: the raw events, exactly as the bus delivered them: rows in `events.ROW_FIELDS` order
+        self.raw: list[events.Row] = []
         self._unsubscribe: Callable[[], None] | None = None
+        self._fn: Callable[[events.Row], None] = self.raw.append  # the very function the bus holds
         self._t0 = 0
         self._t1 = 0
         self._started_at = ""
         self._backend = ("", "")
         self._mode = ""
+        self._estimates = 0  # the backend's count of estimated launch times at start()
+        self._estimated = 0  # launches given an estimated device time while recording
         #: serialises start, stop and run (never taken on the hot path)
         self._lock = threading.RLock()
 
@@ -69,11 +81,24 @@ class Recorder:
             be = get_backend()
             self._backend = (be.name, be.device)
             self._mode = get_mode()
+            self._estimates = be.timer.estimates if be.timer is not None else 0
+            self._estimated = 0
             self._started_at = started_now()
             self._t0 = time.perf_counter_ns()
             self._t1 = 0
-            self._unsubscribe = events.subscribe(self.raw.append, fingerprints=self.fingerprints)
+            self._fn = self.raw.append
+            self._unsubscribe = events.subscribe(self._fn, fingerprints=self.fingerprints, rows=True)
             return self
+
+    def origin_ns(self) -> int:
+        """The `perf_counter_ns` value the run's times count from (its start)."""
+        return self._t0
+
+    def detach(self) -> None:
+        """Stop recording at once, delivering nothing queued: in a forked child, whose recorder this is not."""
+        if self._unsubscribe is not None:
+            events.BUS.drop(self._fn)
+            self._unsubscribe = None
 
     def stop(self) -> None:
         """Stop recording; events still waiting for device timings are delivered first. Stopping twice is a no-op."""
@@ -90,6 +115,8 @@ class Recorder:
             except Exception:  # a backend the program broke must not lose the trace
                 return
             self._backend = (be.name, be.device)
+            if be.timer is not None:
+                self._estimated = max(be.timer.estimates - self._estimates, 0)
 
     def notes(self) -> list[str]:
         """Nothing to add: every event offload_core emits fits the trace model."""
@@ -116,17 +143,17 @@ class Recorder:
             t0 = self._t0
             delivered = self.raw[:]  # one copy, atomic against the appends of recording threads
             backend, device, mode, started_at = *self._backend, self._mode, self._started_at
+            estimated = self._estimated
         sites = _SiteTable()
+        # rows: kind, nbytes, pinned, start_ns, duration_ns, kernel, launch, param, array, callsite, mode, region, fp
         records = tuple(
-            Record(
-                e.kind, e.start_ns - t0, e.duration_ns, e.nbytes, e.pinned, e.kernel, e.launch, e.param, e.array,
-                sites.get(e.callsite), e.region, e.mode, e.fingerprint,
-            )
-            for e in delivered
+            Record(k, start - t0, duration, nbytes, pinned, kernel, launch, param, array, sites.get(site), region,
+                   mode, fp)
+            for k, nbytes, pinned, start, duration, kernel, launch, param, array, site, mode, region, fp in delivered
         )
         meta = recorded_meta(backend=backend, device=device, mode=mode, started_at=started_at, wall_ns=end - t0,
                              fingerprints=self.fingerprints, command=command, argv=argv, outcome=outcome,
-                             exit_code=exit_code, link=link)
+                             exit_code=exit_code, link=link, estimated=ESTIMATED_LAUNCH_TIMES if estimated else ())
         return Run(meta, records)
 
 

@@ -50,7 +50,8 @@ class Columns:
     `kernel`, `param`, `mode` and `fingerprint` codes into their own
     tables of distinct values; -1 is None for codes, `NULL` for `launch`,
     `array` and `region`. Tables hold each distinct value once, so equal
-    codes mean equal values.
+    codes mean equal values. `process` indexes the run's `Meta.processes`
+    (all 0 in a run of one process).
     """
 
     kind: np.ndarray
@@ -66,6 +67,7 @@ class Columns:
     region: np.ndarray
     mode: np.ndarray
     fingerprint: np.ndarray
+    process: np.ndarray
     kernels: tuple[str, ...]
     params: tuple[str, ...]
     modes: tuple[str, ...]
@@ -99,7 +101,8 @@ class Columns:
         return Record(KINDS[int(self.kind[i])], int(self.start_ns[i]), int(self.duration_ns[i]), int(self.nbytes[i]),
                       bool(self.pinned[i]), coded(self.kernel, self.kernels), nullable(self.launch),
                       coded(self.param, self.params), nullable(self.array), coded(self.site, self.sites),
-                      nullable(self.region), self.modes[int(self.mode[i])], coded(self.fingerprint, self.fingerprints))
+                      nullable(self.region), self.modes[int(self.mode[i])], coded(self.fingerprint, self.fingerprints),
+                      int(self.process[i]))
 
     def records(self) -> tuple[Record, ...]:
         """Every record, built in one pass (lists first: NumPy scalars are slow to convert one by one)."""
@@ -115,7 +118,7 @@ class Columns:
                          self.pinned.tolist(), coded(self.kernel, self.kernels), nullable(self.launch),
                          coded(self.param, self.params), nullable(self.array), coded(self.site, self.sites),
                          nullable(self.region), coded(self.mode, self.modes),
-                         coded(self.fingerprint, self.fingerprints)))
+                         coded(self.fingerprint, self.fingerprints), self.process.tolist()))
 
     @classmethod
     def from_records(cls, records: Sequence[Record]) -> Columns:
@@ -154,25 +157,42 @@ class Columns:
             region=nullable("region"),
             mode=code("mode", (r.mode for r in recs)),
             fingerprint=code("fingerprint", (r.fingerprint for r in recs)),
+            process=np.array([r.process for r in recs], dtype=np.int32),
             kernels=tuple(tables["kernel"]), params=tuple(tables["param"]), modes=tuple(tables["mode"]),
             fingerprints=tuple(tables["fingerprint"]), sites=tuple(tables["site"]),
         )
         return columns
 
+    @property
+    def processes(self) -> int:
+        """How many processes the records name (1 + the highest index; 1 for an empty run)."""
+        return int(self.process.max()) + 1 if len(self) else 1
+
     # ------------------------------------------------------------ files
-    def encode(self) -> dict[str, Any]:
-        """The schema 2 `columns` object: each field as base64 bytes, coded fields with their values."""
+    def encode(self, with_process: bool = False) -> dict[str, Any]:
+        """The `columns` object: each field as base64 bytes, coded fields with their values.
+
+        Schema 2 has no `process` column; `with_process` (schema 3) adds it.
+        """
         out: dict[str, Any] = {"kind": _pack(self.kind), "pinned": _pack(self.pinned.astype(np.uint8))}
         for name in _INT_FIELDS + _NULLABLE_FIELDS:
             out[name] = _pack(getattr(self, name))
         for name in _CODED_FIELDS:
             out[name] = {**_pack(getattr(self, name)), "values": list(self.table(name))}
         out["site"] = _pack(self.site)
+        if with_process:
+            out["process"] = _pack(self.process)
         return out
 
     @classmethod
-    def decode(cls, data: Any, count: int, sites: Sequence[Site], fail: Callable[[str], TraceError]) -> Columns:
-        """Columns from a schema 2 `columns` object; `fail(problem)` makes the error to raise."""
+    def decode(cls, data: Any, count: int, sites: Sequence[Site], fail: Callable[[str], TraceError],
+               processes: int | None = None) -> Columns:
+        """Columns from a schema 2 or 3 `columns` object; `fail(problem)` makes the error to raise.
+
+        `processes` (schema 3) is how many processes the run's meta lists:
+        the `process` column must be there and index them. Schema 2 has no
+        such column; every record is then process 0.
+        """
         if not isinstance(data, dict):
             raise fail("'columns' must be an object of encoded columns")
         missing = [n for n in ("kind", "pinned", *_INT_FIELDS, *_NULLABLE_FIELDS, *_CODED_FIELDS, "site") if n not in data]
@@ -205,10 +225,17 @@ class Columns:
         site_codes = column("site").astype(np.int32, copy=False)
         _check_codes(site_codes, len(sites), name="site", nullable=True, fail=fail, what="sites")
         site_codes, site_table = _canonical(site_codes, sites)
+        if processes is None:
+            process = np.zeros(count, dtype=np.int32)
+        else:
+            if "process" not in data:
+                raise fail("missing record column(s) process")
+            process = column("process").astype(np.int32, copy=False)
+            _check_codes(process, max(processes, 1), name="process", nullable=False, fail=fail, what="processes")
         return cls(
             kind=kind.astype(np.uint8, copy=False), pinned=pinned.astype(bool), **ints,
             kernel=coded["kernel"][0], param=coded["param"][0], mode=coded["mode"][0],
-            fingerprint=coded["fingerprint"][0], site=site_codes,
+            fingerprint=coded["fingerprint"][0], site=site_codes, process=process,
             kernels=coded["kernel"][1], params=coded["param"][1], modes=coded["mode"][1],
             fingerprints=coded["fingerprint"][1], sites=site_table,
         )

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from ..errors import TraceError
 from . import tracefile
-from .records import SCHEMA_VERSION, Kind, Meta, Record, Site
+from .records import Kind, Meta, Record, Site
 
 if TYPE_CHECKING:
     from .columns import Columns
@@ -84,8 +84,11 @@ class Run:
         return Columns.from_records(self.records)
 
     # --------------------------------------------------------- persistence
-    def to_json(self, schema: int = SCHEMA_VERSION) -> dict[str, Any]:
-        """A JSON-ready dict (`profiler.trace.tracefile.to_document`): columns (schema 2) or rows (schema 1)."""
+    def to_json(self, schema: int | None = None) -> dict[str, Any]:
+        """A JSON-ready dict (`profiler.trace.tracefile.to_document`): columns (schema 2 or 3) or rows (schema 1).
+
+        Without `schema`, the oldest that holds the run (3 only for several processes).
+        """
         return tracefile.to_document(self, schema)
 
     @classmethod

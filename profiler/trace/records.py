@@ -21,7 +21,7 @@ from offload_core.sites import Site
 
 __all__ = [
     "COPY_KINDS", "DIRECTION_NAMES", "KINDS", "MODES", "OUTCOMES", "Direction", "Kind", "Link", "Meta", "Mode",
-    "Outcome", "Record", "Site", "relative_file",
+    "Outcome", "Process", "Record", "Site", "relative_file",
 ]
 
 DIRECTION_NAMES: Final[dict[Direction, str]] = {"h2d": "H2D", "d2h": "D2H"}
@@ -39,7 +39,9 @@ class Record:
     `region`). `array` identifies the host buffer (its address), so the
     same number in two records means the same memory. `fingerprint` is a
     digest of the copied host bytes, present only when the run was
-    recorded with fingerprints.
+    recorded with fingerprints. `process` is the index, in
+    `Meta.processes`, of the process that made the event (0, the target's
+    own process, in a run of one process).
     """
 
     kind: Kind
@@ -55,6 +57,7 @@ class Record:
     region: int | None = None
     mode: str = "batched"
     fingerprint: str | None = None
+    process: int = 0
 
     @property
     def end_ns(self) -> int:
@@ -65,8 +68,10 @@ class Record:
         return self.kind == "h2d" or self.kind == "d2h"
 
 
-#: the field names of a record, in the order schema 1 rows and schema 2 columns store them
+#: the field names of a record, in the order schema 1 rows and schema 2 and 3 columns store them
 RECORD_FIELDS: Final[tuple[str, ...]] = tuple(f.name for f in fields(Record))
+#: the fields schema 1 rows and schema 2 columns hold: every field but `process`, which schema 3 added
+SINGLE_PROCESS_FIELDS: Final[tuple[str, ...]] = tuple(n for n in RECORD_FIELDS if n != "process")
 
 
 @dataclass(frozen=True)
@@ -125,8 +130,48 @@ class Link:
         return cls(**values)
 
 
-#: the trace schema this version writes; it reads every schema from 1 up to this one
-SCHEMA_VERSION: Final = 2
+#: the newest trace schema this version writes; it reads every schema from 1 up to this one. Schema 3
+#: added the `process` column; a run of one process is still written as schema 2 (see `tracefile`)
+SCHEMA_VERSION: Final = 3
+
+#: how a process of a recorded run came to be: the target's own, a fork, or a fresh interpreter
+Start = Literal["main", "fork", "exec"]
+
+
+@dataclass(frozen=True)
+class Process:
+    """One process of a recorded run: the target's own (index 0) or a child it started.
+
+    `pid` is None for a child seen only as it was started (a program
+    run with an environment that drops the profiler's variables), whose
+    pid the profiler never learnt. `parent` is the parent's pid. `start` says how the process began:
+    `main` (the target, run in the profiler's process), `fork` (a copy
+    of its parent: `os.fork`, multiprocessing's fork and forkserver start
+    methods) or `exec` (a fresh Python interpreter: `subprocess`,
+    multiprocessing's spawn). `recorded` is False for a child the
+    profiler saw start but could not record (`note` says why); records
+    only ever point at recorded processes. `note` also says how a child
+    ended when that was not a normal exit (`os._exit(3)`, no end at all
+    for one that was killed). `name` is what the process called itself
+    (multiprocessing's process name, `Process-1`), where it had one: a
+    fork's command line is its parent's.
+    """
+
+    pid: int | None
+    parent: int | None = None
+    start: Start = "main"
+    argv: tuple[str, ...] = ()
+    recorded: bool = True
+    note: str = ""
+    name: str = ""
+
+    def label(self) -> str:
+        """A short name for the process: its pid and what it ran."""
+        what = " ".join(self.argv)
+        if len(what) > 60:
+            what = what[:57] + "..."
+        who = f"pid {self.pid}" if self.pid is not None else "a child"
+        return who + (f" {self.name}" if self.name else "") + (f" ({what})" if what else "")
 
 
 @dataclass(frozen=True)
@@ -142,7 +187,13 @@ class Meta:
     copy records carry content digests. `wall_samples_ns` holds the wall
     time of every repeat when the run was recorded several times over (the
     demo), in the order they ran; `wall_ns` is then their median and the
-    records are that repeat's.
+    records are that repeat's. `processes` are the processes the run saw
+    (`Record.process` indexes it; empty in traces recorded before schema
+    3, which hold one process). `estimated` names the record fields that
+    are estimates rather than measurements for some records, as
+    `kind.field` (`launch.duration_ns` when a GPU launch's device time was
+    sampled, `launch.site` when CUPTI sampled launch call sites); every
+    other figure was measured.
     """
 
     backend: str
@@ -162,6 +213,8 @@ class Meta:
     exit_code: int = 0
     link: Link | None = None
     wall_samples_ns: tuple[int, ...] = ()
+    processes: tuple[Process, ...] = ()
+    estimated: tuple[str, ...] = ()
 
 
 def relative_file(file: str, cwd: str) -> str:

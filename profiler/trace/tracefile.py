@@ -1,4 +1,4 @@
-"""Trace files on disk: the JSON document (schema 1 rows, schema 2 columns), its validation, atomic writes.
+"""Trace files on disk: the JSON document (schema 1 rows, schema 2 and 3 columns), its validation, atomic writes.
 
 `profiler.trace.model.Run` is the data; this module owns how it is stored:
 `save`/`load` and `to_document`/`from_document` (behind `Run.save`,
@@ -7,8 +7,9 @@
 every way a file can be broken: truncated, not gzip, not UTF-8, not JSON,
 nested too deeply), refusing what is not a trace (another format, a newer
 schema, a meta field of the wrong type or out of range), checking each
-field of a schema 1 row, handing schema 2 columns to
-`profiler.trace.columns`, and writing so that an interrupted save leaves
+field of a schema 1 row, handing schema 2 and 3 columns to
+`profiler.trace.columns` (schema 3 adds the `process` column of runs that
+span several processes), and writing so that an interrupted save leaves
 the previous file or none, never half of one. It reads a run through the
 `Stored` protocol and gives back its parts, so that it needs no import of
 the model above it.
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, Sequence
 from ..errors import TraceError
 from ..files import decode_json, json_type, read_input, write_atomically
 from ..units import INT64_MAX, shown
-from .records import KINDS, MODES, OUTCOMES, RECORD_FIELDS, SCHEMA_VERSION, Link, Meta, Record, Site
+from .records import KINDS, MODES, OUTCOMES, SCHEMA_VERSION, SINGLE_PROCESS_FIELDS, Link, Meta, Process, Record, Site
 
 if TYPE_CHECKING:
     from .columns import Columns
@@ -62,29 +63,41 @@ def load(path: str | os.PathLike[str]) -> tuple[Meta, Sequence[Record]]:
     return from_document(read_json_document(path, "trace"), str(path))
 
 
-def to_document(run: Stored, schema: int = SCHEMA_VERSION) -> dict[str, Any]:
-    """A JSON-ready dict: meta, a site table, and the records as columns (schema 2) or rows (schema 1).
+def to_document(run: Stored, schema: int | None = None) -> dict[str, Any]:
+    """A JSON-ready dict: meta, a site table, and the records as columns (schema 2 and 3) or rows (schema 1).
 
-    Falls back to rows when a record holds an integer the columns cannot
-    (beyond 64 bits), so that nothing recorded is ever lost.
+    Without `schema`, the oldest schema that holds the run: 3 when its
+    records come from several processes (only schema 3 has the `process`
+    column), else 2, so that a run of one process stays readable by
+    versions that read schema 2. A run of one process holding an integer
+    the columns cannot (beyond 64 bits) falls back to rows, so that
+    nothing recorded is ever lost; several processes need columns.
     """
-    if schema not in (1, 2):
-        raise ValueError(f"cannot write trace schema {schema}; this version writes 1 and 2")
-    meta = asdict_meta(run.meta)
-    if schema == 2:
+    if schema not in (None, 1, 2, 3):
+        raise ValueError(f"cannot write trace schema {schema}; this version writes 1, 2 and 3")
+    columns: Columns | None = None
+    if schema != 1:
         try:
             columns = run.columns
         except OverflowError:
-            pass
-        else:
-            return {
-                "format": FORMAT,
-                "schema": 2,
-                "meta": meta,
-                "sites": [[s.file, s.line, s.function, s.text, s.column] for s in columns.sites],
-                "count": len(columns),
-                "columns": columns.encode(),
-            }
+            if schema is not None:
+                raise ValueError(f"trace schema {schema} cannot hold an integer beyond 64 bits; write schema 1") from None
+    several = columns.processes > 1 if columns is not None else any(r.process for r in run.records)
+    if several and schema in (1, 2):
+        raise ValueError(f"trace schema {schema} holds the records of one process; this run has several (schema 3)")
+    if columns is None and several:
+        raise ValueError("a run of several processes is written as columns, which cannot hold an integer beyond 64 bits")
+    chosen = schema or (1 if columns is None else 3 if several else 2)
+    meta = asdict_meta(run.meta)
+    if columns is not None and chosen != 1:
+        return {
+            "format": FORMAT,
+            "schema": chosen,
+            "meta": meta,
+            "sites": [[s.file, s.line, s.function, s.text, s.column] for s in columns.sites],
+            "count": len(columns),
+            "columns": columns.encode(with_process=chosen >= 3),
+        }
     index: dict[Site, int] = {}
     rows = []
     for r in run.records:
@@ -101,7 +114,7 @@ def to_document(run: Stored, schema: int = SCHEMA_VERSION) -> dict[str, Any]:
         "schema": 1,
         "meta": meta,
         "sites": [[s.file, s.line, s.function, s.text, s.column] for s in index],
-        "columns": list(RECORD_FIELDS),
+        "columns": list(SINGLE_PROCESS_FIELDS),
         "records": rows,
     }
 
@@ -130,6 +143,8 @@ def asdict_meta(meta: Meta) -> dict[str, Any]:
         out["wall_samples_ns"] = list(meta.wall_samples_ns)
     else:  # a run recorded once: its files stay as they were
         del out["wall_samples_ns"]
+    out["processes"] = [{**dataclasses.asdict(p), "argv": list(p.argv)} for p in meta.processes]
+    out["estimated"] = list(meta.estimated)
     return out
 
 
@@ -174,10 +189,11 @@ class Reader:
             count = self.need(data, "count", int)
             if count < 0:
                 raise self.fail(f"bad record count {count}")
-            return meta, RecordTable(Columns.decode(data.get("columns"), count, sites, self.fail))
+            processes = max(len(meta.processes), 1) if schema >= 3 else None
+            return meta, RecordTable(Columns.decode(data.get("columns"), count, sites, self.fail, processes))
         columns = self.need(data, "columns", list)
-        if tuple(columns) != RECORD_FIELDS:
-            missing = [c for c in RECORD_FIELDS if c not in columns]
+        if tuple(columns) != SINGLE_PROCESS_FIELDS:
+            missing = [c for c in SINGLE_PROCESS_FIELDS if c not in columns]
             raise self.fail(f"record columns {columns!r} do not match schema {schema}"
                             + (f" (missing {', '.join(missing)})" if missing else ""))
         rows = self.need(data, "records", list)
@@ -235,7 +251,34 @@ class Reader:
             exit_code=exit_code,
             link=None if link is None else self.link(link),
             wall_samples_ns=tuple(samples),
+            processes=tuple(self.process(n, p) for n, p in enumerate(opt("processes", list, []))),
+            estimated=strings("estimated"),
         )
+
+    def process(self, n: int, p: Any) -> Process:
+        where = f"meta.processes[{n}]"
+        if not isinstance(p, dict):
+            raise self.fail(f"'{where}' must be an object, got {json_type(p)}")
+        if "pid" not in p:
+            raise self.fail(f"missing key '{where}.pid'")
+        pid, parent = p["pid"], p.get("parent")
+        for key, value in (("pid", pid), ("parent", parent)):
+            if value is not None and not (_is_int(value) and 0 <= value <= INT64_MAX):
+                raise self.fail(f"'{where}.{key}' must be a process id or null, got {shown(value)}")
+        start = p.get("start", "main")
+        if start not in ("main", "fork", "exec"):
+            raise self.fail(f"'{where}.start' must be main, fork or exec, got {start!r}")
+        argv = self.text_list(p.get("argv", []), f"{where}.argv")
+        recorded = p.get("recorded", True)
+        note, name = p.get("note", ""), p.get("name", "")
+        if not isinstance(recorded, bool) or not isinstance(note, str) or not isinstance(name, str):
+            raise self.fail(f"'{where}': recorded must be true/false, note and name strings")
+        return Process(pid, parent, start, tuple(argv), recorded, note, name)
+
+    def text_list(self, value: Any, where: str) -> list[str]:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.fail(f"'{where}' must be an array of strings")
+        return value
 
     def link(self, data: Any) -> Link:
         if not isinstance(data, dict):
@@ -252,8 +295,8 @@ class Reader:
         return Site(s[0], s[1], s[2], s[3], s[4])
 
     def record(self, n: int, row: Any, sites: list[Site]) -> Record:
-        if not isinstance(row, list) or len(row) != len(RECORD_FIELDS):
-            raise self.fail(f"record {n} must be a list of {len(RECORD_FIELDS)} values")
+        if not isinstance(row, list) or len(row) != len(SINGLE_PROCESS_FIELDS):
+            raise self.fail(f"record {n} must be a list of {len(SINGLE_PROCESS_FIELDS)} values")
         kind, start, duration, nbytes, pinned, kernel, launch, param, array, si, region, mode, fp = row
         if kind not in KINDS:
             raise self.fail(f"record {n}: kind {kind!r} is not one of {', '.join(KINDS)}")

@@ -114,8 +114,12 @@ class OffloadProfApp(App[int]):
         try:
             self.session.set_findings(self.session.detect())
         except Exception as exc:  # a broken catalog must not take the other views down
-            self.session.findings = tuple(() for _ in self.session.traces)
-            self.session.findings_error = f"the detectors failed: {exc}"
+            self._detection_failed(f"the detectors failed: {exc}")
+
+    def _detection_failed(self, why: str) -> None:
+        self.session.findings = tuple(() for _ in self.session.traces)
+        self.session.verdicts = tuple(None for _ in self.session.traces)
+        self.session.findings_error = why
 
     @work(exclusive=True, group="detect")
     async def _detect_in_background(self) -> None:
@@ -160,8 +164,7 @@ class OffloadProfApp(App[int]):
         if status == "ok":
             self.session.set_findings(payload)
         else:
-            self.session.findings = tuple(() for _ in self.session.traces)
-            self.session.findings_error = f"the detectors failed: {payload}"
+            self._detection_failed(f"the detectors failed: {payload}")
         return True
 
     def on_unmount(self) -> None:
@@ -170,6 +173,7 @@ class OffloadProfApp(App[int]):
             proc.terminate()  # quitting must not wait for findings nobody will see
 
     def _findings_ready(self) -> None:
+        self._update_headline()  # the verdicts came with the findings
         grid = self.query_one("#findings-grid", GridView)
         grid.set_table(findings_table(self.session))
         self.query_one("#views", TabbedContent).get_tab("findings").label = self._findings_label()

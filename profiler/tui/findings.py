@@ -2,7 +2,7 @@
 
 A runtime finding is only useful with the code it blames, so the pane
 under the findings list shows, for the highlighted finding: its message,
-what it cost, the static rules that would have caught it before the code
+what its fix would save and what it cost, the static rules that would have caught it before the code
 ran (named and summarised from the catalog), and the source line with two
 lines of context. Enter opens the whole file on its own screen, scrolled
 to the line and highlighted; Escape comes back.
@@ -28,6 +28,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from ..analysis.detectors import Finding
+from ..outputs.report import saving_text
 from ..units import fmt_bytes, fmt_ns
 from .session import Trace
 
@@ -75,6 +76,7 @@ def describe(trace: Trace, finding: Finding, paired: bool) -> RenderableType:
     head.append(f" [{finding.severity}]  ", style="yellow" if finding.severity == "warning" else "cyan")
     head.append(trace.site_label(finding.site, column=True))
     body = Text()
+    body.append(f"fix: {finding.fix}, {saving_text(finding)} of the wall time\n", style="bold")
     cost = f"{finding.count:,} times, {fmt_bytes(finding.nbytes)}; lost {fmt_ns(finding.lost_ns)} measured"
     if finding.modelled_lost_ns is not None and finding.link:
         cost += f", {fmt_ns(finding.modelled_lost_ns)} modelled on {finding.link}"

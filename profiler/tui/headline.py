@@ -11,7 +11,9 @@ the runs were recorded several times), each sentence whole. On the NumPy
 backend copies are host memcpys, so a modelled copy time is a separate,
 labelled column and clause, never mixed into measured figures. The
 sentences are `profiler.outputs.report`'s, which the text mode of `tui`
-and `demo` prints too; this module lays them out.
+and `demo` prints too; this module lays them out. The last line gives
+each run's verdict (what bounded it, with its deciding figure) once the
+detectors have judged the runs.
 
 Built as rich `Text` (no Textual), so it is tested as plain text.
 """
@@ -102,8 +104,20 @@ def headline(session: Session, width: int) -> Text:
         out.append(_fill(exact, width) + "\n", style="bold")
         if clause:
             out.append(_fill(clause, width) + "\n", style="dim")
-    out.append(_fill(measured, width))
+    out.append(_fill(measured, width) + "\n")
+    out.append(_fill(verdict_text(session), width))
     return out
+
+
+def verdict_text(session: Session) -> str:
+    """`verdict: naive transfer-bound (copies 73%) · batched host-bound (idle 51%)`."""
+    if session.verdicts is None:
+        return "verdict: judging the run…" if len(session.traces) == 1 else "verdict: judging the runs…"
+    parts = []
+    for trace, v in zip(session.traces, session.verdicts):
+        name = f"{trace.name} " if session.paired else ""
+        parts.append(name + (v.short() if v is not None else "no device work"))
+    return "verdict: " + " · ".join(parts)
 
 
 def _fill(sentence: str, width: int) -> str:

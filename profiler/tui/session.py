@@ -1,12 +1,14 @@
-"""What the TUI shows, computed once: the traces, their summaries, names, link, and (later) findings.
+"""What the TUI shows, computed once: the traces, their summaries, names, link, and (later) findings and verdicts.
 
 The app never walks records itself: a `Session` holds each run with the
 aggregates every view draws from (`analysis.summary.totals`, `by_kernel`,
 `by_site`, and the columnar `LaunchTable`), all computed when the session
 is built, so switching views, sorting and filtering never recompute them.
 Findings come from `profiler.analysis.detectors.detect`, which needs the runs'
-`Record` objects; for large traces that takes seconds, so the app runs it
-in a worker thread and `set_findings` fills them in when it is done.
+`Record` objects and their replayed timelines; for large traces that takes
+seconds, so the app runs it in a worker thread and `set_findings` fills
+them in when it is done, with the runs' verdicts (`analysis.verdict`),
+which share the timeline.
 
 No Textual here: the session is plain data and is tested as such.
 """
@@ -17,10 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..analysis.detectors import Finding, detect
+from ..analysis.detectors import Finding
 from ..analysis.launches import LaunchTable, launch_table
 from ..analysis.summary import KernelSummary, SiteSummary, Totals, by_kernel, by_site, totals
-from ..outputs.report import run_names, site_label
+from ..analysis.verdict import Verdict
+from ..outputs.report import analyse, run_names, site_label
 from ..trace.model import Run
 from ..trace.records import Link, Site, relative_file
 
@@ -70,6 +73,8 @@ class Session:
     findings: tuple[tuple[Finding, ...], ...] | None = field(default=None)
     #: the one-line reason detection failed, if it did
     findings_error: str | None = None
+    #: per trace, what bounded the run (None: no device work); None until the detectors have run
+    verdicts: tuple[Verdict | None, ...] | None = None
     #: whether every run is exactly the trace file at its path (so another process can load it)
     from_files: bool = False
 
@@ -97,26 +102,36 @@ class Session:
     def records(self) -> int:
         return sum(len(t.run.records) for t in self.traces)
 
-    def detect(self) -> tuple[tuple[Finding, ...], ...]:
-        """Run the detectors on every trace (seconds for 10^6 records: call it off the UI thread)."""
-        return tuple(tuple(detect(t.run, link=self.link)) for t in self.traces)
+    def detect(self) -> Analysis:
+        """Run the detectors and judge every trace (seconds for 10^6 records: call it off the UI thread)."""
+        return analyse_runs([t.run for t in self.traces], self.link)
 
-    def set_findings(self, findings: tuple[tuple[Finding, ...], ...]) -> None:
-        self.findings = findings
+    def set_findings(self, analysis: Analysis) -> None:
+        self.findings, self.verdicts = analysis
         self.findings_error = None
 
     def finding_count(self) -> int | None:
         return None if self.findings is None else sum(len(f) for f in self.findings)
 
 
+#: per trace, its findings; and per trace, its verdict
+Analysis = tuple[tuple[tuple[Finding, ...], ...], tuple[Verdict | None, ...]]
+
+
+def analyse_runs(runs: Sequence[Run], link: Link | None) -> Analysis:
+    """The findings and the verdict of each run."""
+    done = [analyse(run, link) for run in runs]
+    return tuple(tuple(f) for f, _ in done), tuple(v for _, v in done)
+
+
 def detect_files(paths: Sequence[str], link: Link | None, conn: Any) -> None:
-    """Child-process entry: load the traces, run the detectors, send the findings (or the error) down `conn`.
+    """Child-process entry: load the traces, analyse them, send findings and verdicts (or the error) down `conn`.
 
     A detector pass over 10^6 records holds the interpreter for seconds; in
     another process it leaves the TUI's keys and frames alone.
     """
     try:
-        result: Any = ("ok", tuple(tuple(detect(Run.load(p), link=link)) for p in paths))
+        result: Any = ("ok", analyse_runs([Run.load(p) for p in paths], link))
     except Exception as exc:  # reported in the Findings view, never a traceback on the terminal
         result = ("error", f"{type(exc).__name__}: {exc}")
     conn.send(result)

@@ -203,6 +203,8 @@ def findings_table(session: Session) -> Table:
         return np.array([get(f) or 0 for f in found], dtype=np.int64)
 
     lost = nums(lambda f: f.lost_ns)  # type: ignore[attr-defined]
+    # unknown savings sort below every known one
+    saves = np.array([-1 if f.expected_saving_ns is None else f.expected_saving_ns for f in found], dtype=np.int64)
     cols = []
     if session.paired:
         cols.append(_text_col("run", "run", runs, index, 1, cap=8))
@@ -212,6 +214,7 @@ def findings_table(session: Session) -> Table:
         _text_col("site", "call site", sites, index, 2, cap=40, min_width=14),
         _count_col("count", "count", nums(lambda f: f.count), 3),  # type: ignore[attr-defined]
         _bytes_col("bytes", "bytes", nums(lambda f: f.nbytes), 3),  # type: ignore[attr-defined]
+        Column("saves", "saves", lambda e: fmt_ns(found[e].expected_saving_ns), saves, NS_WIDTH, priority=0),
         Column("lost", "lost", lambda e: fmt_ns(found[e].lost_ns), lost, NS_WIDTH, priority=1),
     ]
     if session.link is not None:

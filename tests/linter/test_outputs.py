@@ -3,8 +3,9 @@
 The input is a small project written here: a loop that copies loop-invariant
 data (OFF101, an unsafe hoisting fix) and reads a metric every iteration (OFF301), a
 host-built array uploaded (OFF105, a safe fix), the same silenced with
-`noqa`, and one array passed as a kernel's InOut and In (OFF201, an
-error). The real command runs in a
+`noqa`, one array passed as a kernel's InOut and In (OFF201, an
+error), and a notebook whose cells hold a hoistable copy and a host-built
+upload (cell positions, a fix per cell). The real command runs in a
 subprocess in a temporary folder and names files relative to it; the SARIF
 log's tool version is the one field replaced, so that no snapshot holds a
 path of this machine or a version, and its rule list is checked apart from
@@ -57,11 +58,27 @@ offload(axpy, v, v, 2.0)
 """
 
 
+NOTEBOOK = {
+    "cells": [
+        {"cell_type": "markdown", "metadata": {}, "source": ["# Explore\n"]},
+        {"cell_type": "code", "execution_count": 1, "metadata": {}, "outputs": [],
+         "source": ["%matplotlib inline\n", "import cupy as cp\n", "import numpy as np\n", "x = np.arange(8.0)"]},
+        {"cell_type": "code", "execution_count": 2, "metadata": {},
+         "outputs": [{"name": "stdout", "output_type": "stream", "text": ["28.0\n"]}],
+         "source": ["for step in range(3):\n", "    d = cp.asarray(x)\n", "z = cp.asarray(np.zeros(8))"]},
+    ],
+    "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
+    "nbformat": 4,
+    "nbformat_minor": 5,
+}
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "loop.py").write_text(LOOP)
     (tmp_path / "pkg" / "alias.py").write_text(ALIAS)
+    (tmp_path / "pkg" / "explore.ipynb").write_text(json.dumps(NOTEBOOK, indent=1) + "\n")
     return tmp_path
 
 
@@ -98,6 +115,7 @@ def test_statistics(project: Path, text_snapshot: object) -> None:
 
 
 def test_fix_diff(project: Path, text_snapshot: object) -> None:
-    out = _lint(project, "--diff", "--unsafe-fixes", stderr="Would fix 2 findings in 1 file.\n")
+    out = _lint(project, "--diff", "--unsafe-fixes", stderr="Would fix 4 findings in 2 files.\n")
     assert (project / "pkg" / "loop.py").read_text() == LOOP, "--diff writes nothing"
+    assert (project / "pkg" / "explore.ipynb").read_text() == json.dumps(NOTEBOOK, indent=1) + "\n"
     assert out == text_snapshot

@@ -116,11 +116,11 @@ def test_waits_on_each_chunks_own_event_are_not_reported() -> None:
     assert codes(code, select=["OFF104"]) == []
 
 
-@pytest.mark.parametrize("test", ['name == "fc"', "step % 100 == 0", "i == 0 and debug"])
+@pytest.mark.parametrize("test", ['name == "fc"', "step % 100 == 0", "i == 0 and debug", "shown < 3"])
 def test_a_branch_taken_once_is_not_every_iteration(test: str) -> None:
     code = (f"import cupy as cp\nimport torch\ndef f(x, names, dev):\n    for step, name in enumerate(names):\n"
             f"        loss = (x * step).to(dev).sum()\n        i = step\n        debug = True\n        if {test}:\n"
-            f"            w = cp.asarray(x)\n            print(loss.item())\n")
+            f"            shown += 1\n            w = cp.asarray(x)\n            print(loss.item())\n")
     assert codes(code, select=["OFF101", "OFF104", "OFF301"]) == []
 
 

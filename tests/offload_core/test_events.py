@@ -181,3 +181,26 @@ def test_call_site_caches_stay_bounded_with_code_made_on_the_fly(monkeypatch: py
     assert [s.file for s in sites] == [f"<generated {i}>" for i in range(50)]  # type: ignore[attr-defined]
     twice = [ev.callsite(1) for _ in range(2)]  # one instruction, twice: the cached record
     assert twice[0] is twice[1]
+
+
+def test_row_subscribers_get_the_same_events_as_tuples() -> None:
+    got: list[Event] = []
+    rows: list[tuple[object, ...]] = []
+    stop_events = events.subscribe(got.append)
+    stop_rows = events.subscribe(rows.append, rows=True)
+    try:
+        y, x = np.zeros(8), np.ones(8)
+        offload(daxpy, y, x, 1.0)
+        with region(x, y):
+            offload(daxpy, y, x, 1.0)
+        n = len(rows)
+        BUS.emit_timed(LateTiming(), kind="launch", kernel="late")
+        assert len(rows) == n, "a timing the device has not reached holds rows back too"
+    finally:
+        stop_events()
+        stop_rows()
+    assert events.ROW_FIELDS == tuple(f.name for f in dataclasses.fields(Event))
+    assert [tuple(getattr(e, n) for n in events.ROW_FIELDS) for e in got] == rows
+    assert all(type(r) is tuple for r in rows) and rows[-1][5] == "late" and rows[-1][3:5] == (100, 5), \
+        "the late timing filled in on flush"
+    assert {r[0] for r in rows} >= {"alloc", "h2d", "launch", "d2h", "sync", "free", "region_enter", "region_exit"}

@@ -24,9 +24,16 @@ def test_export_cli_writes_perfetto_json(tmp_path: Path) -> None:
     names = {(e["pid"], e["args"]["name"]) for e in events if e["name"] == "process_name"}
     assert any("naive" in n for _, n in names) and any("batched" in n for _, n in names)
     for e in events:
-        assert e["ph"] in ("M", "X", "C")
+        assert e["ph"] in ("M", "X", "C", "i")
         if e["ph"] == "X":
             assert isinstance(e["ts"], float) and e["dur"] >= 0 and e["tid"] in {t for t, _ in TRACKS.values()}
+    findings = [e for e in events if e["ph"] == "i"]
+    assert findings and {e["pid"] for e in findings} == {1}, "the naive run's round trips; none in the batched"
+    assert all(e["tid"] == TRACKS["findings"][0] and e["name"].startswith("OFF503 saves ") for e in findings)
+    assert all(isinstance(e["args"]["expected_saving_ns"], int) and e["args"]["fix"] == "keep resident"
+               for e in findings)
+    labels = {e["pid"]: e["args"]["labels"] for e in events if e["name"] == "process_labels"}
+    assert set(labels) == {1, 2} and all(label.split(":")[0].endswith("-bound") for label in labels.values())
     naive = Run.load(tmp_path / "h.naive.json")
     h2d = [e for e in events if e["ph"] == "X" and e["pid"] == 1 and e["tid"] == TRACKS["h2d"][0]]
     assert len(h2d) == sum(r.kind == "h2d" for r in naive.records)

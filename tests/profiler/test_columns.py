@@ -30,7 +30,9 @@ def test_schema_2_round_trip_is_exact_and_lazy(tmp_path: Path) -> None:
     run = synthetic_run(5000)
     path = run.save(tmp_path / "t.json")
     data = json.loads(path.read_text())
-    assert data["schema"] == SCHEMA_VERSION == 2 and data["count"] == 5000 and "records" not in data
+    assert data["schema"] == 2 and data["count"] == 5000 and "records" not in data, \
+        "a run of one process is written as schema 2, which older versions read"
+    assert "process" not in data["columns"] and SCHEMA_VERSION == 3
     assert data["columns"]["kind"]["dtype"] == "|u1", "narrowest type that holds the values"
     loaded = Run.load(path)
     assert isinstance(loaded.records, RecordTable) and loaded.records._built is None
@@ -118,3 +120,66 @@ def test_duplicate_table_values_are_merged() -> None:
     data["sites"] = data["sites"] + data["sites"]  # the same sites again, under new codes
     loaded = Run.from_json(data)
     assert loaded == run and len(loaded.columns.sites) == len(run.sites)
+
+
+def _three_processes(n: int = 600) -> Run:
+    from dataclasses import replace
+
+    from profiler.model import Process
+
+    run = synthetic_run(n)
+    meta = replace(run.meta, processes=(Process(100), Process(101, 100, "fork", ("app.py",)),
+                                        Process(102, 100, "exec", ("python", "-c", "x"), note="os._exit(3)"),
+                                        Process(None, 100, "exec", ("python", "-I", "w.py"), recorded=False,
+                                                note="started without the profiler's environment")),
+                   estimated=("launch.duration_ns",))
+    return Run(meta, tuple(replace(r, process=i % 3) for i, r in enumerate(run.records)))
+
+
+def test_several_processes_are_schema_3_and_round_trip(tmp_path: Path) -> None:
+    run = _three_processes()
+    data = json.loads(run.save(tmp_path / "p.json").read_text())
+    assert data["schema"] == 3 and "process" in data["columns"]
+    assert data["meta"]["processes"][3] == {"pid": None, "parent": 100, "start": "exec", "argv": ["python", "-I", "w.py"],
+                                            "recorded": False, "note": "started without the profiler's environment",
+                                            "name": ""}
+    loaded = Run.load(tmp_path / "p.json")
+    assert loaded == run and loaded.meta == run.meta
+    assert [r.process for r in loaded.records[:4]] == [0, 1, 2, 0]
+    assert loaded.columns.processes == 3
+    with pytest.raises(ValueError, match="schema 2 holds the records of one process"):
+        run.to_json(schema=2)
+    with pytest.raises(ValueError, match="schema 1 holds the records of one process"):
+        run.to_json(schema=1)
+
+
+def test_one_process_with_its_process_list_stays_schema_2(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from profiler.model import Process
+
+    run = synthetic_run(100)
+    run = Run(replace(run.meta, processes=(Process(7),)), run.records)
+    data = run.to_json()
+    assert data["schema"] == 2 and data["meta"]["processes"][0]["pid"] == 7, \
+        "schema 2 readers ignore meta keys they do not know; only the process column needs schema 3"
+    assert Run.from_json(data).meta.processes == (Process(7),)
+
+
+@pytest.mark.parametrize("edit, problem", [
+    (lambda d: d["columns"].pop("process"), "missing record column(s) process"),
+    (lambda d: d["meta"]["processes"].pop(), "record 2: process 2 is not an index into the 2 processes"),
+    (lambda d: d["meta"]["processes"][1].update(start="clone"), "'meta.processes[1].start' must be main, fork or exec"),
+    (lambda d: d["meta"]["processes"][0].pop("pid"), "missing key 'meta.processes[0].pid'"),
+    (lambda d: d["meta"].update(estimated="launch"), "'meta.estimated' must be an array, got a string"),
+    (lambda d: d["meta"].update(estimated=[3]), "'meta.estimated' must be an array of strings"),
+])
+def test_bad_process_columns_fail_with_one_line(tmp_path: Path, edit: Any, problem: str) -> None:
+    data = _three_processes(30).to_json()
+    data["meta"]["processes"] = data["meta"]["processes"][:3]
+    edit(data)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(TraceError) as exc:
+        Run.load(path)
+    assert str(exc.value).startswith(f"{path}: ") and problem in str(exc.value) and "\n" not in str(exc.value)

@@ -8,6 +8,7 @@ down claims (a wasted copy is blamed once), thresholds and messages.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ import pytest
 from offload_core.catalog import load_catalog
 from profiler.analysis.detectors import ORDER, RULES, detect
 from profiler.analysis.summary import totals
+from profiler.model import Run
 from profiler.trace.link import resolve
 
 from .kit import record
@@ -24,6 +26,8 @@ RUNTIME = tuple(r for r in CATALOG.rules.values() if r.kind == "runtime")
 PCIE = resolve("pcie5-x16")
 CASES = [(rule, kind, n, ex) for rule in RUNTIME for kind, exs in (("invalid", rule.invalid), ("valid", rule.valid))
          for n, ex in enumerate(exs)]
+#: every finding keeps its rule's severity (the examples are tiny: by default they are not material)
+ALWAYS_MATERIAL = {"min_saving_fraction": 0, "min_saving": 0, "min_repeats": 0}
 
 
 def test_every_runtime_rule_has_a_detector_and_every_detector_a_rule() -> None:
@@ -37,7 +41,8 @@ def test_every_runtime_rule_has_a_detector_and_every_detector_a_rule() -> None:
 @pytest.mark.parametrize("rule, kind, n, example", CASES, ids=[f"{r.id}-{k}{n}" for r, k, n, _ in CASES])
 def test_catalog_example(tmp_path: Path, rule, kind: str, n: int, example) -> None:  # type: ignore[no-untyped-def]
     run = record(example.code, tmp_path, name=f"{rule.id}_{kind}{n}.py")
-    findings = [f for f in detect(run, link=PCIE, options={rule.id: dict(example.options)}) if f.code == rule.id]
+    options = {rule.id: {**ALWAYS_MATERIAL, **example.options}}
+    findings = [f for f in detect(run, link=PCIE, options=options) if f.code == rule.id]
     got = [(f.line, f.column) for f in findings]
     assert got == [(p.line, p.column) for p in example.expect], [f.message for f in findings]
     for f in findings:
@@ -46,6 +51,10 @@ def test_catalog_example(tmp_path: Path, rule, kind: str, n: int, example) -> No
         assert f.nbytes > 0 or rule.id == "OFF507"
         assert f.link == "pcie5-x16" or f.modelled_lost_ns is None
         assert "lost" in f.message or "not measurable" in f.message
+        assert f.wall_ns == run.meta.wall_ns and f.fix
+        # every fix is priced on this backend except page-locking, which a host memcpy cannot use
+        assert (f.expected_saving_ns is None) == (rule.id == "OFF504")
+        assert f.expected_saving_ns is None or 0 <= f.expected_saving_ns <= run.meta.wall_ns
 
 
 NAIVE_LOOP = """\
@@ -159,3 +168,98 @@ def test_a_scalar_read_per_step_of_a_few_kernels_is_a_sync_per_launch(kernels_pe
     assert bool(found) == fires
     if fires:
         assert found[0].site == item and found[0].count == 19, "the last wait has no launch after it"
+
+
+# ------------------------------------------------------------------ materiality and ranking
+def per_launch_uploads(copy_us: float) -> Run:
+    """A NumPy-backend loop of 10 launches, each uploading the same 1 MB buffer first (`copy_us` each)."""
+    from .timelines import Timeline as Hand
+
+    h = Hand(backend="numpy")
+    t = 0.0
+    for n in range(10):
+        h.copy("h2d", t, copy_us, line=12, array=0xA000, param="x", launch=n, pinned=False)
+        h.kernel(t + copy_us, 100, line=12, launch=n)
+        t += copy_us + 200  # 100 µs of the program's own work between launches
+    return h.run(t)
+
+
+def test_a_finding_that_saves_little_is_info() -> None:
+    run = per_launch_uploads(300)
+    f = detect(run)[0]
+    assert (f.code, f.fix, f.expected_saving_ns) == ("OFF501", "keep resident", 9 * 300_000)
+    assert f.severity == "info", "2.7 ms: below the 5 ms floor"
+    assert detect(run, options={"OFF501": {"min_saving": 0, "min_saving_fraction": 0}})[0].severity == "warning"
+    share = {"OFF501": {"min_saving": 0, "min_saving_fraction": 0.5}}  # 2.7 ms of a 5 ms run is 54%
+    assert detect(run, options=share)[0].severity == "warning"
+    share = {"OFF501": {"min_saving": 0, "min_saving_fraction": 0.6}}
+    assert detect(run, options=share)[0].severity == "info", "below the share of the wall time"
+    big = detect(per_launch_uploads(3_000))[0]
+    assert big.expected_saving_ns == 27_000_000 and big.severity == "warning"
+
+
+def test_a_pattern_that_happened_once_is_info(tmp_path: Path) -> None:
+    code = CATALOG["OFF503"].invalid[0].code  # one round trip, as a checkpoint saved and reloaded is
+    free = {"min_saving": 0, "min_saving_fraction": 0}
+    once = [f for f in detect(record(code, tmp_path), options={"OFF503": free}) if f.code == "OFF503"]
+    assert [f.severity for f in once] == ["info"]
+    anyway = detect(record(code, tmp_path), options={"OFF503": {**free, "min_repeats": 1}})
+    assert [f.severity for f in anyway if f.code == "OFF503"] == ["warning"]
+
+
+def startup_then_loop(copies: int = 3) -> Run:
+    """A CUPTI trace: `copies` 29 MB pageable uploads at start-up (a model to the GPU), then a 1 s loop of kernels."""
+    from .timelines import Timeline as Hand
+
+    h = Hand()
+    t = 0.0
+    for _ in range(copies):
+        h.copy("h2d", t, 4_800, line=5, nbytes=29_000_000, pinned=False)  # about 6 GB/s
+        t += 4_900
+    for _ in range(1_000):
+        h.kernel(t, 900, line=9)
+        t += 1_000
+    return h.run(t)
+
+
+def test_one_time_start_up_copies_do_not_warn() -> None:
+    run = startup_then_loop()
+    f = next(f for f in detect(run) if f.code == "OFF504")
+    assert f.expected_saving_ns is not None and f.expected_saving_ns > max(5_000_000, run.meta.wall_ns // 100), \
+        "material by its saving alone"
+    assert f.severity == "info", "but made once, before the loop"
+
+
+def test_on_cupti_traces_the_pageable_copies_time_lost_is_measured_against_the_pinned_rate() -> None:
+    run = startup_then_loop()
+    f = next(f for f in detect(run) if f.code == "OFF504")
+    pinned = PCIE.copy_ns("h2d", 29_000_000, True)  # no pinned copy in the run: the shipped profile's rate
+    assert f.lost_ns == 3 * (4_800_000 - pinned)
+    assert "not measurable" not in f.message
+    assert "from pinned memory they would run at 54 GB/s (modelled on pcie5-x16)" in f.message
+    assert f.expected_saving_ns == f.lost_ns, "each copy held the host; nothing overlapped them"
+
+
+def hidden_reuploads_and_draining_syncs() -> Run:
+    """Pinned re-uploads of one buffer under long kernels (hidden), and a scalar read per step that drains the queue."""
+    from .timelines import Timeline as Hand
+
+    h = Hand()
+    t = 0.0
+    for _ in range(20):
+        h.kernel(t, 5_000, line=8)
+        h.copy("h2d", t + 100, 3_000, line=7, array=0xA000, fingerprint="same")  # on a side stream, hidden
+        h.copy("d2h", t + 5_000, 10, line=9, nbytes=4)  # .item(): an asynchronous copy to pinned memory ...
+        h.sync(t + 4_500, 510, line=9)  # ... and, after 4.4 ms of host work, a wait for the kernel and the copy
+        t += 5_010 + 1_000  # then 1 ms of host work before the next step
+    return Run(replace(h.run(t).meta, fingerprints=True), tuple(h.records))
+
+
+def test_findings_are_ranked_by_expected_saving_not_by_time_lost() -> None:
+    found = detect(hidden_reuploads_and_draining_syncs())
+    assert [f.code for f in found] == ["OFF507", "OFF502"]
+    syncs, uploads = found
+    assert uploads.lost_ns is not None and syncs.lost_ns is not None and uploads.lost_ns > syncs.lost_ns
+    assert uploads.expected_saving_ns == 0, "copies hidden behind compute cost nothing"
+    assert syncs.expected_saving_ns == 19 * 510_000, "the host no longer waits: the next kernel comes 0.51 ms sooner"
+    assert (syncs.severity, uploads.severity) == ("warning", "info")

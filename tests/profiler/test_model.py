@@ -34,7 +34,7 @@ def sample() -> Run:
 def test_json_round_trip_is_exact() -> None:
     run = sample()
     data = json.loads(json.dumps(run.to_json()))
-    assert data["format"] == FORMAT and data["schema"] == SCHEMA_VERSION
+    assert data["format"] == FORMAT and data["schema"] == 2 < SCHEMA_VERSION, "one process: schema 2"
     assert len(data["sites"]) == 1, "records sharing a site share one table entry"
     assert Run.from_json(data) == run
 

@@ -33,8 +33,15 @@ def test_report_text(traces: tuple[Path, Path]) -> None:
     assert "modelled (pcie5-x16)" in out and "modelled costs: the NumPy backend's copies are host memcpys" in out
     assert "tests/profiler/programs/heat.py:19 in heat" in out and "tests/profiler/programs/heat.py:20 in heat" in out
     assert ". offload(smooth, scratch, u)" in out and ". offload(smooth, u, scratch)" in out
-    assert "findings (2)" in out
-    assert out.count("OFF501 [warning] offload(smooth) copies 'src' (H2D), 'dst' (D2H) on each of 8 launches") == 2
+    verdict = out.splitlines()[3]
+    assert verdict.startswith("verdict  host-bound: device busy "), "what bounded the run, under the header"
+    assert "most before the first device operation (start-up, " in verdict, "the target's imports and set-up"
+    assert "findings (2), largest expected saving first" in out
+    # 2048 points: fixing either saves well under the 5 ms that make a warning
+    assert out.count("OFF501 [info] keep resident, saves ") == 2
+    assert out.count("offload(smooth) copies 'src' (H2D), 'dst' (D2H) on each of 8 launches") == 2
+    saves = [f.expected_saving_ns or 0 for f in detect(run)]
+    assert saves == sorted(saves, reverse=True) and all(0 < s < 5_000_000 for s in saves)
     assert "(static: OFF102, OFF101)" in out
     assert len(run.records) > 0
 
@@ -48,6 +55,15 @@ def test_report_measured_only_and_json(traces: tuple[Path, Path]) -> None:
     assert [f["code"] for f in doc["findings"]] == ["OFF501", "OFF501"]
     assert doc["findings"][0]["site"]["text"].startswith("offload(smooth")
     assert doc["meta"]["mode"] == "naive"
+    saves = [f["expected_saving_ns"] for f in doc["findings"]]
+    assert all(isinstance(s, int) and s > 0 for s in saves) and saves == sorted(saves, reverse=True)
+    assert {f["fix"] for f in doc["findings"]} == {"keep resident"}
+    verdict = doc["verdict"]
+    assert verdict["kind"] == "host-bound" and verdict["wall_ns"] == doc["meta"]["wall_ns"]
+    assert verdict["kernel_ns"] + verdict["copy_ns"] + verdict["wait_idle_ns"] + verdict["host_idle_ns"] == \
+        verdict["wall_ns"]
+    assert verdict["launches"] == 16 and verdict["evidence"].startswith("the device sat idle ")
+    assert verdict["causes"][0]["reason"] == "start-up" and verdict["causes"][0]["site"] is None
 
 
 def test_report_on_another_link_and_a_bad_one(traces: tuple[Path, Path], tmp_path: Path) -> None:
@@ -72,6 +88,8 @@ def test_compare_side_by_side(traces: tuple[Path, Path]) -> None:
     assert lines["launches"][-3:] == ["16", "16", "1x"]
     assert "copy time modelled (pcie5-x16)" in out and "findings, naive (2)" in out and "findings, batched (0)" in out
     assert "call sites with copies" in out and "heat.py:17 in heat" in out, "the batched run's region site is listed too"
+    head = out.splitlines()
+    assert head[2].startswith("verdict  naive: host-bound: ") and head[3].startswith("verdict  batched: host-bound: ")
 
 
 def test_renderers_are_functions_of_the_run(traces: tuple[Path, Path]) -> None:

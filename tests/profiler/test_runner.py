@@ -198,3 +198,10 @@ def test_python_dash_m_profiler_and_help(tmp_path: Path) -> None:
     assert prof("--version", cwd=tmp_path).stdout.startswith("offload-prof ")
     assert prof("frobnicate", cwd=tmp_path).returncode == 2
     assert os.path.exists(Path(sys.executable).parent / "offload-prof"), "the console script is installed"
+
+
+def test_every_launch_asks_for_exact_launch_timing_in_both_paths(tmp_path: Path) -> None:
+    target = _prep(tmp_path, "import os\nprint(os.environ.get('OFFLOAD_LAUNCH_TIMING', 'sampled'))\n")
+    assert prof("run", "--", str(target), cwd=tmp_path).stdout.split() == ["sampled"]
+    proc = prof("run", "--every-launch", "--mode", "both", "--", str(target), cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout.split() == ["exact", "exact"], proc.stderr

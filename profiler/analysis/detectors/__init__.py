@@ -1,7 +1,7 @@
 """Runtime detectors: the catalog's OFF5xx rules applied to a recorded `Run`.
 
 `detect(run)` runs every detector in `ORDER` over the run and returns the
-findings, worst first. The order matters because records are claimed
+findings, the largest expected saving first. The order matters because records are claimed
 (see `base`): the most specific explanation of a wasted copy comes first,
 so that each copy is blamed once. Thresholds are the rules' `options` in
 the catalog, overridable per call (`options={"OFF501": {"min_launches": 5}}`).
@@ -18,6 +18,7 @@ from offload_core.catalog import Catalog, load_catalog
 
 from ...trace.model import Run
 from ...trace.records import Link
+from ..replay import Timeline
 from .base import Context, Finding
 from .copies import large_pageable_copy, many_small_copies
 from .repeats import per_launch_transfer, reupload_unchanged
@@ -54,14 +55,18 @@ def detect(
     catalog: Catalog | None = None,
     options: Mapping[str, Mapping[str, Any]] | None = None,
     select: Iterable[str] | None = None,
+    timeline: Timeline | None = None,
 ) -> list[Finding]:
-    """Findings of the runtime rules on `run`; `link` adds modelled times lost."""
+    """Findings of the runtime rules on `run`, largest expected saving first; `link` adds modelled times lost.
+
+    `timeline` is the run's, when the caller inferred it already (the verdict needs it too).
+    """
     cat = catalog or _catalog()
     chosen = set(select) if select is not None else {c for c in RULES if cat.rules[c].default_enabled}
     unknown = chosen - set(RULES)
     if unknown:
         raise KeyError(f"no runtime detector for {', '.join(sorted(unknown))} (known: {', '.join(RULES)})")
-    ctx = Context(run, cat.rules, options or {}, link)
+    ctx = Context(run, cat.rules, options or {}, link, timeline)
     for code, detector in ORDER:
         if code == "OFF507":
             ctx.attach_forced_syncs()  # after every copy rule has claimed, before the sync rule

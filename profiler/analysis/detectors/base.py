@@ -9,20 +9,27 @@ to no more than the time the run really spent.
 
 A detector produces `Draft`s; `Context.finish` turns them into frozen
 `Finding`s once the syncs forced by claimed copies have been added to the
-finding that claimed the copies, and formats the catalog message.
+finding that claimed the copies, and formats the catalog message. It also
+prices each finding's fix: the detector says what the fix changes (a
+`profiler.analysis.replay.Fix`, by default: the claimed records no longer
+happen), the replay of the run's timeline says what that saves, and the
+finding's severity drops to info when the saving is not material
+(`materiality`). Findings come out ranked by that saving.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from offload_core.catalog import Rule, Severity
 
 from ...trace.model import Run
 from ...trace.records import Link, Record, Site
 from ...units import fmt_bytes, fmt_ns
+from ..replay import Fix, Timeline, hoist, replayed_wall
 from ..summary import modelled_column
+from .materiality import Intervals, Materiality
 
 
 @dataclass(frozen=True)
@@ -32,7 +39,12 @@ class Finding:
     `lost_ns` is the measured time the pattern cost (None where the run
     cannot measure it, e.g. pinned-vs-pageable on the NumPy backend);
     `modelled_lost_ns` the same on the modelled link `link` (None without
-    one). `related` names the static rules (linter) that catch the pattern
+    one). `expected_saving_ns` is the wall time the run would save with
+    the fix the message advises (`fix`, in a few words), from a replay of
+    its timeline (None where the fix cannot be priced on this backend);
+    unlike the time lost, it counts a copy hidden behind compute as
+    nothing and a sync as the work it kept the host from queueing.
+    `related` names the static rules (linter) that catch the pattern
     before the code runs. `records` are indices into `run.records` of the
     records the finding blames.
     """
@@ -49,6 +61,17 @@ class Finding:
     link: str | None
     related: tuple[str, ...]
     records: tuple[int, ...] = field(default=(), repr=False)
+    expected_saving_ns: int | None = None
+    fix: str = ""
+    #: the run's wall time, which the saving is a share of
+    wall_ns: int = 0
+
+    @property
+    def saving_share(self) -> float | None:
+        """The expected saving as a fraction of the run's wall time."""
+        if self.expected_saving_ns is None or self.wall_ns <= 0:
+            return None
+        return self.expected_saving_ns / self.wall_ns
 
     @property
     def line(self) -> int:
@@ -72,6 +95,10 @@ class Draft:
 
     `records` are the claimed records; unless `lost_ns`/`modelled_ns` are
     given, the time lost is their measured (and modelled) duration.
+    `fix` makes the finding's fix from its final records (the syncs
+    forced by claimed copies are added after the detector ran); None:
+    the records no longer happen (`replay.hoist`), and returning None
+    means the fix cannot be priced here.
     """
 
     code: str
@@ -83,14 +110,16 @@ class Draft:
     lost_ns: int | None = None
     modelled_ns: int | None = None
     explicit_lost: bool = False
+    fix: Callable[[list[int]], Fix | None] | None = None
 
 
 class Context:
     """The run being examined, the rule options in force, and the claims made so far."""
 
     def __init__(self, run: Run, rules: Mapping[str, Rule], options: Mapping[str, Mapping[str, Any]],
-                 link: Link | None) -> None:
+                 link: Link | None, timeline: Timeline | None = None) -> None:
         self.run = run
+        self.timeline = timeline
         self.records = run.records
         self.rules = rules
         self.link = link
@@ -137,9 +166,15 @@ class Context:
                 pending = []
 
     def finish(self) -> list[Finding]:
+        if not self.drafts:
+            return []
         out = []
         column = modelled_column(self.run.columns, self.link) if self.link is not None else None
         priced: list[int] | None = None if column is None else column.tolist()
+        timeline = self.timeline if self.timeline is not None else Timeline.of(self.run)
+        base = replayed_wall(timeline)
+        intervals = Intervals(self.run)
+        wall = self.run.meta.wall_ns
         for d in self.drafts:
             rule = self.rules[d.code]
             if d.explicit_lost:
@@ -152,14 +187,32 @@ class Context:
             values.setdefault("bytes", fmt_bytes(d.nbytes))
             values["lost"] = lost_text(lost, modelled, self.link)
             values["static"] = ", ".join(rule.related) or "no static rule"
+            fix = d.fix(d.records) if d.fix is not None else hoist(d.records, FIX_ACTIONS[d.code])
+            expected = None if fix is None else max(base - replayed_wall(timeline, fix), 0)
+            repeats = intervals.count(fix.records if fix is not None else d.records)
+            severity = Materiality.of(d.code, self.option).severity(rule.severity, expected, wall, repeats)
             out.append(Finding(
-                code=rule.id, name=rule.name, severity=rule.severity, message=rule.format(**values),
+                code=rule.id, name=rule.name, severity=severity, message=rule.format(**values),
                 site=d.site, count=d.count, nbytes=d.nbytes, lost_ns=lost, modelled_lost_ns=modelled,
                 link=self.link.name if self.link is not None and modelled is not None else None,
-                related=rule.related, records=tuple(sorted(d.records)),
+                related=rule.related, records=tuple(sorted(d.records)), expected_saving_ns=expected,
+                fix=fix.action if fix is not None else FIX_ACTIONS[d.code], wall_ns=wall,
             ))
-        out.sort(key=lambda f: (-(f.modelled_lost_ns or 0), -(f.lost_ns or 0), f.code, f.location))
+        out.sort(key=rank)
         return out
+
+
+#: the fix each rule's message advises, in a few words
+FIX_ACTIONS: dict[str, str] = {"OFF502": "upload once", "OFF506": "copy back once", "OFF501": "keep resident",
+                               "OFF503": "keep resident", "OFF504": "page-lock", "OFF505": "pack",
+                               "OFF507": "drop sync"}
+
+
+def rank(f: Finding) -> tuple[int, int, int, int, str, str]:
+    """Most expected saving first; findings whose saving is unknown after those, by time lost."""
+    known = f.expected_saving_ns is not None
+    return (0 if known else 1, -(f.expected_saving_ns or 0), -(f.modelled_lost_ns or 0), -(f.lost_ns or 0),
+            f.code, f.location)
 
 
 def lost_text(lost: int | None, modelled: int | None, link: Link | None) -> str:

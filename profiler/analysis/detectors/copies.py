@@ -5,16 +5,25 @@ needed; what is lost is the difference to the same bytes moved well (from
 pinned memory; in one piece). OFF504 is skipped on backends listed in its
 `skip_backends` option (by default the NumPy backend, where every copy is
 a host memcpy and offload_core's CuPy backend would stage through pinned
-memory anyway). OFF505 counts runs of small copies from one call site with
-no launch between them: those could have been one copy.
+memory anyway). Its measured time lost is each copy's measured duration
+against the pinned rate (`profiler.analysis.pinned`: the run's own pinned
+copies of that direction when it made large ones, else the link the run
+was recorded with, else the shipped profile), so a CUPTI trace, which
+measures every copy, always says what was lost. OFF505 counts runs of
+small copies from one call site with no launch between them: those could
+have been one copy.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Callable
 
 from ...trace.records import DIRECTION_NAMES, Direction, Link, Record, Site
 from ...units import fmt_bytes, parse_size
+from ..pinned import PinnedRate, pinned_rate
+from ..replay import Fix, pack, page_lock
+from ..replay.timeline import HOST_EXECUTED
 from .base import Context, Draft, names
 
 
@@ -30,32 +39,38 @@ def large_pageable_copy(ctx: Context) -> None:
         kind = r.kind
         if (kind == "h2d" or kind == "d2h") and not r.pinned and r.nbytes >= min_bytes and not ctx.claimed(i):
             groups[(r.site, kind)].append(i)
-    measured = run.meta.link if run.meta.backend != "numpy" else None
+    host_run = run.meta.backend in HOST_EXECUTED  # its copies are memcpys: no pinned rate applies to them
     for (site, kind), idxs in groups.items():
         rs = [records[i] for i in idxs]
-        lost = _pinned_gain(rs, kind, measured, actual=True)
-        modelled = _pinned_gain(rs, kind, ctx.link, actual=False)
-        pinned_bw = ctx.link.bandwidth_gbps(kind, True) if ctx.link else None
+        rate = None if host_run else pinned_rate(run, kind, run.meta.link)
+        lost = None if rate is None else sum(max(r.duration_ns - rate.copy_ns(r.nbytes), 0) for r in rs)
+        modelled = _pinned_gain(rs, kind, ctx.link)
+        if rate is not None:
+            pinned = rate.describe()
+        elif ctx.link is not None and ctx.link.bandwidth_gbps(kind, True) != ctx.link.bandwidth_gbps(kind, False):
+            pinned = f"{ctx.link.bandwidth_gbps(kind, True):g} GB/s"
+        else:
+            pinned = "pinned bandwidth"
         ctx.add(Draft(
             "OFF504", site, len(idxs), sum(r.nbytes for r in rs),
             {"direction": DIRECTION_NAMES[kind], "arrays": names(r.param for r in rs),
-             "min_size": _size_text(ctx.option("OFF504", "min_bytes")),
-             "pinned": f"{pinned_bw:g} GB/s" if pinned_bw else "pinned bandwidth"},
-            [], lost, modelled, explicit_lost=True,
+             "min_size": _size_text(ctx.option("OFF504", "min_bytes")), "pinned": pinned},
+            [], lost, modelled, explicit_lost=True, fix=_page_lock(ctx, idxs, rate),
         ))
 
 
-def _pinned_gain(rs: list[Record], kind: Direction, link: Link | None, actual: bool) -> int | None:
-    """Time pinned memory would have saved the copies `rs` (all of `kind`): measured durations (or modelled
-    pageable ones) minus pinned."""
+def _page_lock(ctx: Context, idxs: list[int], rate: PinnedRate | None) -> Callable[[list[int]], Fix | None]:
+    # a function, not a lambda in the loop: each draft keeps its own copies and rate
+    return lambda _: page_lock(ctx.run, idxs, rate)
+
+
+def _pinned_gain(rs: list[Record], kind: Direction, link: Link | None) -> int | None:
+    """Time pinned memory would save the copies `rs` (all of `kind`) on the modelled `link`: pageable minus pinned."""
     if link is None:
         return None
     if link.bandwidth_gbps(kind, True) == link.bandwidth_gbps(kind, False):
         return None  # no pinned figure: nothing to compare against
-    gain = 0
-    for r in rs:
-        pinned = link.copy_ns(kind, r.nbytes, True)
-        gain += (r.duration_ns if actual else link.copy_ns(kind, r.nbytes, False)) - pinned
+    gain = sum(link.copy_ns(kind, r.nbytes, False) - link.copy_ns(kind, r.nbytes, True) for r in rs)
     return max(gain, 0)
 
 
@@ -91,7 +106,12 @@ def many_small_copies(ctx: Context) -> None:
             {"direction": DIRECTION_NAMES[kind], "runs": len(found), "max_size": _size_text(ctx.option("OFF505", "max_bytes")),
              "arrays": names(records[i].param for i in idxs)},
             [i for run in found for i in run[1:]], lost, modelled, explicit_lost=True,
+            fix=_pack(ctx, found),
         ))
+
+
+def _pack(ctx: Context, runs: list[list[int]]) -> Callable[[list[int]], Fix | None]:
+    return lambda _: pack(ctx.run, runs)
 
 
 def _size_text(option: object) -> str:

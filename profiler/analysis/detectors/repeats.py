@@ -15,6 +15,7 @@ from collections import defaultdict
 
 from ...trace.records import DIRECTION_NAMES, Direction, Site
 from ...units import fmt_bytes
+from ..replay import keep_resident
 from .base import Context, Draft, line_of, names
 
 
@@ -55,7 +56,7 @@ def per_launch_transfer(ctx: Context) -> None:
             "OFF501", site, len(launches[site]) or len({records[i].launch for i in wasted}), moved,
             {"kernel": ", ".join(kernels[site]) or "?", "arrays": ", ".join(p for p, _, _ in parts),
              "avoidable": fmt_bytes(sum(records[i].nbytes for i in wasted))},
-            wasted,
+            wasted, fix=lambda claimed: keep_resident(ctx.run, claimed),
         ))
 
 
@@ -83,5 +84,5 @@ def reupload_unchanged(ctx: Context) -> None:
         ctx.add(Draft(
             "OFF502", site, len(idxs), sum(records[i].nbytes for i in idxs),
             {"arrays": names(records[i].param for i in idxs), "first_line": line_of(records[first])},
-            idxs,
+            idxs, fix=lambda claimed: keep_resident(ctx.run, claimed, "upload once"),
         ))

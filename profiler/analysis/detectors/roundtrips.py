@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from ...trace.records import Site
+from ..replay import keep_resident
 from .base import Context, Draft, line_of, names
 
 
@@ -45,7 +46,7 @@ def round_trip(ctx: Context) -> None:
             "OFF503", site, len(pairs), sum(records[j].nbytes for j in idxs),
             {"arrays": names(records[up].param for _, up in pairs),
              "d2h_line": line_of(records[pairs[0][0]])},
-            idxs,
+            idxs, fix=lambda claimed: keep_resident(ctx.run, claimed),
         ))
 
 
@@ -74,5 +75,5 @@ def write_back_never_read(ctx: Context) -> None:
         ctx.add(Draft(
             "OFF506", site, len(idxs), sum(records[i].nbytes for i in idxs),
             {"arrays": names(records[i].param for i in idxs)},
-            sorted(idxs),
+            sorted(idxs), fix=lambda claimed: keep_resident(ctx.run, claimed, "copy back once"),
         ))

@@ -1,8 +1,8 @@
 """OFF507: the host waits for the device between one launch and the next, every time.
 
-A sync is attributed to its cause: the call site of the download that
-needed it (an `InOut`/`Out` copy-back, `update_host`), or its own site
-(a region exit). Syncs already blamed on a copy finding (their downloads
+A sync is attributed to its cause (`profiler.analysis.waits`): the call
+site of the download that needed it (an `InOut`/`Out` copy-back,
+`update_host`), or its own site (a region exit). Syncs already blamed on a copy finding (their downloads
 were wasted) are skipped. A cause fires when it synchronised between at
 least `min_count` pairs of launches and in at least `min_fraction` of the
 launch intervals it spans: the device drains its queue each time and no
@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections import defaultdict
 
 from ...trace.records import Site
+from ..replay import drop_syncs
+from ..waits import sync_causes
 from .base import Context, Draft
 
 
@@ -22,20 +24,14 @@ def sync_per_launch(ctx: Context) -> None:
     min_count = int(ctx.option("OFF507", "min_count"))
     min_fraction = float(ctx.option("OFF507", "min_fraction"))
     records = ctx.records
+    causes = sync_causes(records)
     launches = 0
-    cause: Site | None = None
-    seen_cause = False
     entries: dict[Site | None, list[tuple[int, int]]] = defaultdict(list)
     for i, r in enumerate(records):
         if r.kind == "launch":
             launches += 1
-        elif r.kind == "d2h":
-            cause, seen_cause = r.site, True
-        elif r.kind == "sync":
-            site = cause if seen_cause else r.site
-            cause, seen_cause = None, False
-            if not ctx.claimed(i):
-                entries[site].append((i, launches))
+        elif r.kind == "sync" and not ctx.claimed(i):
+            entries[causes[i]].append((i, launches))
     total = launches
     for site, found in entries.items():
         mid = [(i, n) for i, n in found if 0 < n < total]  # a launch before it and one after it
@@ -52,4 +48,5 @@ def sync_per_launch(ctx: Context) -> None:
             "OFF507", site, len(idxs), 0,
             {"launches": span + 1, "fraction": f"{100 * len(intervals) / span:.0f}%"},
             idxs, sum(records[i].duration_ns for i in idxs), modelled, explicit_lost=True,
+            fix=lambda claimed: drop_syncs(ctx.run, claimed),
         ))

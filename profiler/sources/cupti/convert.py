@@ -30,7 +30,7 @@ from __future__ import annotations
 import linecache
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Union
 
 from ...trace.records import Record, Site
@@ -65,6 +65,8 @@ class Leftovers:
 class Converted:
     records: tuple[Record, ...]
     leftovers: Leftovers
+    #: launches whose site was taken from a sampled launch of the same kernel
+    inferred_sites: int = 0
 
 
 class _Sites:
@@ -126,8 +128,14 @@ def cxx_demangler() -> Callable[[Iterable[str]], dict[str, str]] | None:
 
 
 def convert(capture: Capture, mode: str = "batched",
-            demangle: Callable[[Iterable[str]], dict[str, str]] | None = None) -> Converted:
-    """The capture's records in issue order, times relative to `capture.t0`; kernel names demangled if asked."""
+            demangle: Callable[[Iterable[str]], dict[str, str]] | None = None, infer_launch_sites: bool = False
+            ) -> Converted:
+    """The capture's records in issue order, times relative to `capture.t0`; kernel names demangled if asked.
+
+    With `infer_launch_sites` (launch sites were sampled, `sampling`), a
+    launch the callbacks did not see takes the site of the latest sampled
+    launch of the same kernel before it, else of the first one after it.
+    """
     if demangle is not None:
         names = demangle(k.name for k in capture.kernels)
         if names:
@@ -174,7 +182,35 @@ def convert(capture: Capture, mode: str = "batched",
                 enter = min(enter, a.start)
                 records.append(Record("sync", enter - t0, a.start - enter, site=site, mode=mode))
     leftovers = Leftovers((device[0], device[1]), (memsets[0], memsets[1]), waits)
-    return Converted(tuple(records), leftovers)
+    inferred = infer_sites(records) if infer_launch_sites else 0
+    return Converted(tuple(records), leftovers, inferred)
+
+
+def infer_sites(records: list[Record]) -> int:
+    """Give site-less launches the site of a sampled launch of the same kernel, in place; how many were given one."""
+    latest: dict[str | None, Site] = {}
+    first: dict[str | None, Site] = {}
+    before: list[int] = []  # launches ahead of their kernel's first sample
+    inferred = 0
+    for i, r in enumerate(records):
+        if r.kind != "launch":
+            continue
+        if r.site is not None:
+            latest[r.kernel] = r.site
+            first.setdefault(r.kernel, r.site)
+            continue
+        site = latest.get(r.kernel)
+        if site is None:
+            before.append(i)
+            continue
+        records[i] = replace(r, site=site)
+        inferred += 1
+    for i in before:
+        site = first.get(records[i].kernel)
+        if site is not None:
+            records[i] = replace(records[i], site=site)
+            inferred += 1
+    return inferred
 
 
 def _copy_record(a: Copy, call: ApiCall | None, site: Site | None, t0: int, mode: str) -> Record:

@@ -163,8 +163,8 @@ class Native:
         self.check(self.lib.cuptiSubscribe(ctypes.byref(handle), pointer, None), "cuptiSubscribe")
         return int(handle.value or 0), pointer
 
-    def enable_callback(self, handle: int, domain: int, cbid: int) -> None:
-        self.check(self.lib.cuptiEnableCallback(1, handle, domain, cbid), "cuptiEnableCallback")
+    def enable_callback(self, handle: int, domain: int, cbid: int, enable: bool = True) -> None:
+        self.check(self.lib.cuptiEnableCallback(1 if enable else 0, handle, domain, cbid), "cuptiEnableCallback")
 
     def unsubscribe(self, handle: int) -> None:
         self.check(self.lib.cuptiUnsubscribe(handle), "cuptiUnsubscribe")

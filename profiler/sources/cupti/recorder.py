@@ -4,13 +4,15 @@
 and changes nothing else: `start()`, `stop()`, `run(...) -> Run`. The run's
 `meta.backend` is `"cupti"` (the events came from CUPTI, whatever library
 made them), `meta.device` names the GPU, the driver and cupti-python, and
-the records are the capture converted by `convert`. `notes()` are the lines
+the records are the capture converted by `convert`. Launch call sites are
+sampled unless `launch_sites="all"` (`sampling`). `notes()` are the lines
 the CLI prints after the summary: what the trace model leaves out, and any
 error a callback swallowed (a callback may not raise into CUPTI).
 """
 
 from __future__ import annotations
 
+import time
 from importlib import metadata
 from types import TracebackType
 from typing import Sequence
@@ -21,14 +23,16 @@ from ..meta import recorded_meta, started_now
 from .activity import Capture
 from .convert import Converted, convert, cxx_demangler
 from .probe import Driver, require
+from .sampling import LaunchSites
 from .tracer import Tracer
 
 
 class CuptiRecorder:
     """Record every CUDA copy, memset, kernel and sync of the process between `start()` and `stop()`."""
 
-    def __init__(self, *, fingerprints: bool = True) -> None:
+    def __init__(self, *, fingerprints: bool = True, launch_sites: LaunchSites = "sampled") -> None:
         self.fingerprints = fingerprints
+        self.launch_sites: LaunchSites = launch_sites
         self._tracer: Tracer | None = None
         self._driver = Driver()
         self._capture: Capture | None = None
@@ -36,6 +40,7 @@ class CuptiRecorder:
         self._converted: Converted | None = None
         self._started_at = ""
         self._mode = "batched"
+        self._origin = 0
 
     @property
     def active(self) -> bool:
@@ -51,9 +56,20 @@ class CuptiRecorder:
         self._mode = get_mode()
         self._capture = self._converted = None
         self._started_at = started_now()
-        self._tracer = Tracer(cupti, fingerprints=self.fingerprints).start()
+        self._tracer = tracer = Tracer(cupti, fingerprints=self.fingerprints, launch_sites=self.launch_sites).start()
         self._stopped = False
+        # CUPTI's clock against the host's perf_counter: the run's start on the clock other processes share
+        clock = getattr(tracer.native, "timestamp", None) or cupti.get_timestamp
+        cupti_now, host_now = int(clock()), time.perf_counter_ns()
+        self._origin = tracer.t0 - (cupti_now - host_now)
         return self
+
+    def origin_ns(self) -> int:
+        """The `perf_counter_ns` value the run's times count from (CUPTI's start of the recording)."""
+        return self._origin
+
+    def detach(self) -> None:
+        """In a forked child: nothing to drop (CUPTI does not follow a fork)."""
 
     def stop(self) -> None:
         """End the recording; its records are decoded when first asked for (`capture`, `run`)."""
@@ -79,7 +95,8 @@ class CuptiRecorder:
 
     def converted(self) -> Converted:
         if self._converted is None:
-            self._converted = convert(self.capture, self._mode, cxx_demangler())
+            self._converted = convert(self.capture, self._mode, cxx_demangler(),
+                                      infer_launch_sites=self.launch_sites == "sampled")
         return self._converted
 
     def run(
@@ -92,11 +109,13 @@ class CuptiRecorder:
         link: Link | None = None,
     ) -> Run:
         capture = self.capture
+        converted = self.converted()
         meta = recorded_meta(backend="cupti", device=self.device_label(), mode=self._mode,
                              started_at=self._started_at, wall_ns=capture.t1 - capture.t0,
                              fingerprints=self.fingerprints, command=command, argv=argv, outcome=outcome,
-                             exit_code=exit_code, link=link)
-        return Run(meta, self.converted().records)
+                             exit_code=exit_code, link=link,
+                             estimated=("launch.site",) if converted.inferred_sites else ())
+        return Run(meta, converted.records)
 
     def device_label(self) -> str:
         parts = [f"driver {self._driver.version}" if self._driver.version else "",

@@ -43,10 +43,11 @@ from typing import Any, Callable
 
 from ...errors import ProfilerError
 from . import activity as act
-from .apis import APIS, COPY, DRIVER, RUNTIME, SYNC, Api, copy_reader, resolve
+from .apis import APIS, COPY, DRIVER, LAUNCH, RUNTIME, SYNC, Api, copy_reader, resolve
 from .buffers import CStrings, Pool, record_dtypes, records_of
 from .frames import FrameFilter
 from .native import CallbackLayout, Native
+from .sampling import PER_WINDOW, PERIOD_S, LaunchSampler, LaunchSites
 
 _ACTIVE: Tracer | None = None
 _REGISTERED: Any = None  # the Native the buffer callbacks were registered with (once per process)
@@ -99,10 +100,17 @@ class Tracer:
     """One recording: `start()`, the program runs, `stop()` returns the `Capture`."""
 
     def __init__(self, cupti: ModuleType, *, fingerprints: bool = True, frames: FrameFilter | None = None,
-                 native: Any = None) -> None:
+                 native: Any = None, launch_sites: LaunchSites = "sampled", launch_window: int = PER_WINDOW,
+                 launch_pause_s: float = PERIOD_S) -> None:
         self.cupti = cupti
         self.native = native
         self.fingerprints = fingerprints
+        #: which launches get a call site: a sample (`sampling`), all, none
+        self.launch_sites: LaunchSites = launch_sites
+        self._window = (launch_window, launch_pause_s)
+        self.sampler: LaunchSampler | None = None
+        #: thread -> (site, instr, role) of the runtime call it is inside
+        self._outer: dict[int, tuple[Any, Any, str]] = {}
         self.frames = frames or FrameFilter()
         self.filled: list[tuple[Any, int]] = []  # activity buffers CUPTI returned, with their valid bytes
         self._subscriber: int | None = None
@@ -115,6 +123,11 @@ class Tracer:
         self._calls: dict[int, tuple[Any, ...]] = {}
         self._late: dict[int, str] = {}  # fingerprints, taken on exit once the bytes are final
         self._errors: list[str] = []
+
+    @property
+    def t0(self) -> int:
+        """CUPTI's clock when the recording started (the capture's time zero)."""
+        return self._t0
 
     def error(self, where: str, exc: BaseException) -> None:
         if len(self._errors) < 5:
@@ -135,9 +148,16 @@ class Tracer:
                 table = resolve(APIS, c.runtime_api_trace_cbid, c.driver_api_trace_cbid)
                 domains = {RUNTIME: int(c.CallbackDomain.RUNTIME_API), DRIVER: int(c.CallbackDomain.DRIVER_API)}
                 by_id = {(domains[d], cbid): api for (d, cbid), api in table.items()}
+                launches = [key for key, api in by_id.items() if api.role == LAUNCH]
+                if self.launch_sites == "sampled" and launches:  # made first: the callback counts launches for it
+                    self.sampler = LaunchSampler(self._switch(launches), per_window=self._window[0],
+                                                 period_s=self._window[1], on_reopen=self._outer.clear)
                 self._subscriber, self._pointer = native.subscribe(self._callback(by_id))
-                for (domain, cbid) in by_id:
-                    native.enable_callback(self._subscriber, domain, cbid)
+                for key, api in by_id.items():
+                    if api.role != LAUNCH or self.launch_sites != "none":
+                        native.enable_callback(self._subscriber, *key)
+                if self.sampler is not None:
+                    self.sampler.start()
                 _ACTIVE = self
                 k = c.ActivityKind
                 for kind in (k.MEMCPY, k.CONCURRENT_KERNEL):
@@ -157,6 +177,20 @@ class Tracer:
                 raise ProfilerError(f"CUPTI could not start: {_explain(c, exc)}") from None
         return self
 
+    def _switch(self, launches: list[tuple[int, int]]) -> Callable[[bool], None]:
+        """The sampler's switch: the launch callbacks on or off (from its thread only)."""
+        def switch(on: bool) -> None:
+            handle = self._subscriber
+            if handle is None:
+                return
+            for domain, cbid in launches:
+                try:
+                    self.native.enable_callback(handle, domain, cbid, on)
+                except Exception as exc:
+                    self.error("switching the launch callbacks", exc)
+                    return
+        return switch
+
     def halt(self) -> None:
         """End the recording: stop listening, let the device finish, flush the buffers; idempotent.
 
@@ -164,6 +198,8 @@ class Tracer:
         recording ends as soon as it can.
         """
         c = self.cupti
+        if self.sampler is not None:
+            self.sampler.stop()  # before unsubscribing: the sampler switches callbacks of this subscriber
         if self._t1 is None:
             self._t1 = int(c.get_timestamp()) if _ACTIVE is self else self._t0
         self._unsubscribe()
@@ -199,6 +235,8 @@ class Tracer:
 
     def _teardown(self) -> None:
         global _ACTIVE
+        if self.sampler is not None:
+            self.sampler.stop()
         for kind in self._kinds:
             try:
                 self.cupti.activity_disable(kind)
@@ -290,8 +328,8 @@ class Tracer:
         for (domain_id, cbid_), api_ in table.items():
             into = runtime_entries if domain_id == runtime else driver_entries
             into[cbid_] = (api_, copy_reader(api_.layout) if api_.layout is not None else None)
-        #: thread -> (site, instr) of the runtime call it is inside
-        outer: dict[int, tuple[Any, Any]] = {}
+        outer = self._outer
+        sampler = self.sampler
         #: thread -> an async D2H (corr, dst, count, instr) whose bytes are not known to be final
         pending: dict[int, tuple[int, int, int, Any]] = {}
         awaiting: dict[int, int] = {}  # thread -> correlation id of the sync that makes them final
@@ -312,19 +350,22 @@ class Tracer:
                     return
                 api, copy = entry
                 tid = get_ident()
+                role = api.role
                 if not is_runtime:
                     inside = outer.get(tid)
-                    if inside is not None:  # the runtime call around it has the site and the arguments
+                    if inside is not None and inside[2] == role:  # the runtime call around it has the site
                         if corr not in calls:  # the two may share one correlation id: keep the outer's arguments
                             calls[corr] = (api, inside[0], inside[1], None, None, None, None, 0)
                         return
+                if role == LAUNCH and sampler is not None:
+                    sampler.seen()
                 try:
                     frame = getframe(1)
                 except ValueError:
                     frame = None
                 site, instr = site_of(frame)
                 if is_runtime:
-                    outer[tid] = (site, instr)
+                    outer[tid] = (site, instr, role)
                 if pending:
                     waiting = pending.get(tid)
                     if waiting is not None:

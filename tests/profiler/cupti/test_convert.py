@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from profiler.model import Record, Site
 from profiler.sources.cupti.activity import ApiCall, Capture, Copy, Kernel
-from profiler.sources.cupti.convert import convert
+from profiler.sources.cupti.convert import convert, infer_sites
 
 from .captures import T0, Builder
 
@@ -128,3 +129,14 @@ def test_a_runtime_copy_takes_its_arguments_from_the_runtime_call() -> None:
     assert (record.kind, record.array, record.fingerprint, record.site.line) == ("h2d", 0x1000, "abc", 7)
     assert launch.kind == "launch"
 
+
+
+def test_sampled_launch_sites_are_lent_to_unseen_launches_of_the_same_kernel() -> None:
+    a, b = Site("/w/t.py", 4, "step"), Site("/w/t.py", 9, "step")
+    records = [Record("launch", 0, 1, kernel="gemm"), Record("launch", 1, 1, kernel="gemm", site=a),
+               Record("launch", 2, 1, kernel="relu"), Record("h2d", 3, 1, 8),
+               Record("launch", 4, 1, kernel="gemm"), Record("launch", 5, 1, kernel="gemm", site=b),
+               Record("launch", 6, 1, kernel="gemm")]
+    assert infer_sites(records) == 3
+    assert [r.site for r in records] == [a, a, None, None, a, b, b], \
+        "the latest sample before, else the first after; a kernel never sampled keeps none"

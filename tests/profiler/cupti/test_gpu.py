@@ -202,3 +202,17 @@ def test_every_intercepted_call_exists_in_the_installed_cupti() -> None:
     core = {"cudaMemcpyAsync_v3020", "cudaMemcpy_v3020", "cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2", "cuLaunchKernel",
             "cudaLaunchKernel_v7000", "cudaStreamSynchronize_v3020", "cudaDeviceSynchronize_v3020"}
     assert core <= names and len(names) >= 100
+
+
+@pytest.mark.skipif(importlib.util.find_spec("cupy") is None, reason="needs CuPy")
+def test_a_python_child_records_its_own_cupti_part_and_a_fork_is_listed(tmp_path: Path) -> None:
+    p = "cupy_children.py"
+    run = record(tmp_path, p)
+    main, child, fork = run.meta.processes
+    assert (main.start, child.start, fork.start) == ("main", "exec", "fork")
+    assert child.recorded and child.argv[-1] == "child" and not fork.recorded
+    assert fork.note.startswith("a fork of a process that initialised CUDA")
+    ups = at(run, p, "child upload", "h2d")
+    assert len(ups) == 3 and {r.process for r in ups} == {1}
+    assert [r.process for r in at(run, p, "target upload", "h2d") + at(run, p, "target upload again", "h2d")] == [0, 0]
+    assert all(0 <= r.start_ns <= run.meta.wall_ns for r in run.records), "the child's times on the target's clock"

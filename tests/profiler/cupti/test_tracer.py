@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 
 import numpy as np
 import pytest
@@ -197,3 +198,43 @@ def test_digest_without_xxhash_is_blake2b(monkeypatch: pytest.MonkeyPatch) -> No
     x = np.arange(100, dtype=np.float32)
     monkeypatch.setattr(tracer_module, "_xxh3", None)
     assert tracer_module.digest(x.ctypes.data, x.nbytes) == hashlib.blake2b(x.view(np.uint8), digest_size=8).hexdigest()
+
+
+def test_launch_sites_are_sampled_in_windows(fake) -> None:  # type: ignore[no-untyped-def]
+    cupti, cuda, frames = fake
+    t = Tracer(cupti, fingerprints=False, frames=frames, native=cupti.native, launch_window=3,
+               launch_pause_s=60).start()
+    assert t.sampler is not None
+    first = [cuda.launch("k") for _ in range(3)]  # marker: window
+    assert t.sampler.closed.wait(10), "the sampler turns the launch callbacks off after its window"
+    unseen = [cuda.launch("k") for _ in range(3)]
+    other = cuda.launch("j")
+    x = np.ones(8)
+    copy = cuda.memcpy(x.ctypes.data, x.ctypes.data, x.nbytes, cuda.H2D)  # marker: copy while closed
+    t.sampler.reopen()
+    deadline = time.monotonic() + 10
+    while t.sampler.closed.is_set() and time.monotonic() < deadline:
+        time.sleep(0.01)  # the sampler's thread turns them on again
+    again = cuda.launch("k")  # marker: reopened
+    capture = t.stop()
+    assert all(c in capture.calls for c in first) and not any(c in capture.calls for c in unseen + [other])
+    assert capture.calls[again].site[1] == line_of("# marker: reopened") and t.sampler.windows == 2
+    assert capture.calls[copy].site[1] == line_of("# marker: copy while closed"), "copies keep their callbacks"
+    converted = convert(capture, infer_launch_sites=True)
+    launches = [r for r in converted.records if r.kind == "launch"]
+    assert [r.site.line if r.site else None for r in launches] == [line_of("# marker: window")] * 6 + [
+        None, line_of("# marker: reopened")], "an unseen launch takes its kernel's sampled site; 'j' was never seen"
+    assert converted.inferred_sites == 3
+    assert [r.duration_ns for r in launches] == [2000] * 8, "every launch is timed from its activity record"
+
+
+@pytest.mark.parametrize("sites", ["all", "none"])
+def test_every_launch_site_or_none(fake, sites: str) -> None:  # type: ignore[no-untyped-def]
+    cupti, cuda, frames = fake
+    t = Tracer(cupti, fingerprints=False, frames=frames, native=cupti.native, launch_sites=sites,  # type: ignore[arg-type]
+               launch_window=2).start()
+    assert t.sampler is None
+    corrs = [cuda.launch("k") for _ in range(5)]
+    capture = t.stop()
+    assert sum(c in capture.calls for c in corrs) == (5 if sites == "all" else 0)
+    assert len(capture.kernels) == 5

@@ -284,9 +284,11 @@ async def test_findings_of_trace_files_come_from_a_child_process(tmp_path) -> No
         await a.workers.wait_for_complete()
         await pilot.pause()
         assert a._detector is None and session.findings_error is None
-        expected = Session.load([str(path), str(BATCHED)], link()).detect()
-        assert [[(f.code, f.count, f.nbytes, f.records) for f in run] for run in session.findings or ()] == \
-            [[(f.code, f.count, f.nbytes, f.records) for f in run] for run in expected]
+        expected, verdicts = Session.load([str(path), str(BATCHED)], link()).detect()
+        assert [[(f.code, f.count, f.nbytes, f.records, f.expected_saving_ns) for f in run]
+                for run in session.findings or ()] == \
+            [[(f.code, f.count, f.nbytes, f.records, f.expected_saving_ns) for f in run] for run in expected]
+        assert session.verdicts == verdicts and verdicts[0] is not None, "the verdicts come with the findings"
 
 
 async def test_quitting_ends_a_running_detector_process(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -59,7 +59,18 @@ def test_headline_fits_80_columns_and_grows_with_the_width() -> None:
 def test_one_run_headline() -> None:
     s = session(NAIVE, modelled=False)
     lines = headline(s, 100).plain.splitlines()
-    assert lines[2:] == ["naive: 62 copies, 24.8 MB", "measured: 73% of the naive run was copies"]
+    assert lines[2:] == ["naive: 62 copies, 24.8 MB", "measured: 73% of the naive run was copies",
+                         "verdict: judging the run…"], "the verdict until the detectors have judged the run"
+    s.set_findings(s.detect())
+    assert headline(s, 100).plain.splitlines()[-1] == "verdict: transfer-bound (copies 73%)"
+
+
+def test_the_verdict_of_each_run_closes_the_headline() -> None:
+    s = session()
+    s.set_findings(s.detect())
+    last = headline(s, 120).plain.splitlines()[-1]
+    assert last == "verdict: naive transfer-bound (copies 73%) · batched host-bound (idle 51%)"
+    assert headline(s, 40).plain.splitlines()[-2:] == ["verdict: naive transfer-bound (copies", "73%) · batched host-bound (idle 51%)"]
 
 
 def test_exact_sentence() -> None:

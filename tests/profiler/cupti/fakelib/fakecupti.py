@@ -145,8 +145,11 @@ class FakeNative:
         self.subscribers[handle] = fn
         return handle, fn
 
-    def enable_callback(self, handle: int, domain: int, cbid: int) -> None:
-        self.enabled.add((handle, int(domain), int(cbid)))
+    def enable_callback(self, handle: int, domain: int, cbid: int, enable: bool = True) -> None:
+        if enable:
+            self.enabled.add((handle, int(domain), int(cbid)))
+        else:
+            self.enabled.discard((handle, int(domain), int(cbid)))
 
     def unsubscribe(self, handle: int) -> None:
         self.subscribers.pop(handle, None)

@@ -1,0 +1,195 @@
+"""The fixes the runtime rules advise, as changes of records (`Fix`es) a replay can price.
+
+Each builder turns "what the finding's message tells the user to do" into
+records that no longer happen or happen differently:
+
+* `keep_resident`: a region keeps the buffer on the device, so the
+  per-launch copies go, and with them the device allocation and free each
+  launch made for it (the region allocates once) and the syncs the wasted
+  downloads forced; a region call (entry, exit, `update_host`) none of
+  whose records happen any more is not made at all, and takes with it the
+  least host time ever seen before such a call at its line (offload_core's
+  own work for the call; the rest of the time before it is the program's);
+* `hoist`: a copy made once instead of N times (the first one stays);
+* `page_lock`: the copies still happen, at the pinned rate
+  (`profiler.analysis.pinned`);
+* `drop_syncs`: the host no longer waits there: the syncs go, and the
+  downloads they waited for no longer hold the host;
+* `pack`: several small copies become one, paying the fixed cost once;
+* `fuse`: a loop of kernel launches becomes one launch (a fused kernel, a
+  captured graph): the kernels' time stays, the host's work to issue each
+  launch after the first goes.
+
+On a backend whose host thread does the copying itself (NumPy) a copy
+cannot stop holding the host and page-locking changes nothing, so
+`drop_syncs` keeps the downloads blocking and `page_lock` gives None.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+from ...trace.columns import NULL
+from ...trace.model import Run
+from ...trace.records import KINDS
+from ..pinned import PinnedRate
+from .schedule import ALL, Fix
+from .timeline import HOST_EXECUTED
+
+_ALLOC, _FREE, _H2D, _D2H, _SYNC, _ENTER, _EXIT = (
+    KINDS.index(k) for k in ("alloc", "free", "h2d", "d2h", "sync", "region_enter", "region_exit"))
+
+
+def hoist(records: Iterable[int], action: str = "upload once") -> Fix:
+    """The records are not made again (the first of each repeated copy is not among them)."""
+    return Fix(action, frozenset(records))
+
+
+def keep_resident(run: Run, records: Iterable[int], action: str = "keep resident") -> Fix:
+    """Drop `records` (wasted copies and the syncs they forced) and the allocations and frees behind them.
+
+    For each launch whose upload of a buffer is dropped, the allocation
+    of that buffer in that launch goes too (the region allocated it
+    earlier); for each launch whose download is dropped, its free (the
+    region frees it later). A region entered again for an upload that is
+    dropped (a region inside a loop, hoisted) allocates and frees nothing
+    either. A buffer is its host address, else its parameter name.
+    """
+    c = run.columns
+    drop = set(records)
+    kind, launch, region = c.kind.tolist(), c.launch.tolist(), c.region.tolist()
+    array, param = c.array.tolist(), c.param.tolist()
+
+    def scope(i: int) -> tuple[bool, int]:
+        return (True, launch[i]) if launch[i] != NULL else (False, region[i])
+
+    def buffer(i: int) -> tuple[tuple[bool, int], int, bool]:
+        # the host address when the record has one, else the parameter's name (by its code)
+        return (scope(i), array[i], True) if array[i] != NULL else (scope(i), param[i], False)
+
+    def both(i: int) -> set[tuple[tuple[bool, int], int, bool]]:
+        return {(scope(i), array[i], True), (scope(i), param[i], False)}
+
+    def scoped(i: int) -> bool:
+        return bool(launch[i] != NULL or region[i] != NULL)
+
+    uploads = {key for i in drop if kind[i] == _H2D and scoped(i) for key in both(i)}
+    downloads = {key for i in drop if kind[i] == _D2H and scoped(i) for key in both(i)}
+    if uploads or downloads:
+        for i, k in enumerate(kind):
+            if k not in (_ALLOC, _FREE) or not scoped(i):
+                continue
+            key = buffer(i)
+            in_region = launch[i] == NULL
+            if key in uploads and (k == _ALLOC or in_region):
+                drop.add(i)
+            elif k == _FREE and key in downloads and not in_region:
+                drop.add(i)
+    _drop_idle_regions(run, drop)
+    return Fix(action, frozenset(drop), host_cut=_call_machinery(run, drop))
+
+
+def _drop_idle_regions(run: Run, drop: set[int]) -> None:
+    """Add the entry and exit records of regions whose every copy, allocation, free and sync is dropped."""
+    c = run.columns
+    kind, launch, region = c.kind.tolist(), c.launch.tolist(), c.region.tolist()
+    work: dict[int, bool] = {}  # region -> whether any of its own records still happens
+    for i, k in enumerate(kind):
+        if launch[i] == NULL and region[i] != NULL and k not in (_ENTER, _EXIT):
+            work[region[i]] = work.get(region[i], False) or i not in drop
+    idle = {r for r, busy in work.items() if not busy}
+    drop.update(i for i, k in enumerate(kind) if k in (_ENTER, _EXIT) and region[i] in idle and launch[i] == NULL)
+
+
+def _call_machinery(run: Run, drop: set[int]) -> dict[int, int]:
+    """First record of each region call that no longer happens -> the least host time seen before a call like it.
+
+    A region call is a run of consecutive records of one region (no launch
+    index) at one line: its entry, its exit, an `update_host`.
+    """
+    c = run.columns
+    n = len(c)
+    if n == 0:
+        return {}
+    launch, region, site, kind = c.launch.tolist(), c.region.tolist(), c.site.tolist(), c.kind.tolist()
+    digested = c.fingerprint.tolist()
+    start = c.start_ns.tolist()
+    end = (c.start_ns + c.duration_ns).tolist()
+    calls: list[list[int]] = []
+    for i in range(n):
+        if launch[i] != NULL or region[i] == NULL:
+            continue
+        last = calls[-1][-1] if calls else -2
+        if last == i - 1 and region[last] == region[i] and site[last] == site[i]:
+            calls[-1].append(i)
+        else:
+            calls.append([i])
+    reached = 0
+    before = [0] * n  # host time between what came before and each record, as recorded
+    for i in range(n):
+        # after a copy recorded with a fingerprint, the time is the recorder's digest: none of it is the call's
+        after_digest = i > 0 and kind[i - 1] in (_H2D, _D2H) and digested[i - 1] >= 0
+        before[i] = 0 if after_digest else max(start[i] - reached, 0)
+        reached = max(reached, end[i])
+    least: dict[tuple[int, tuple[int, ...]], int] = {}
+    for call in calls:
+        shape = (site[call[0]], tuple(kind[i] for i in call))
+        least[shape] = min(least.get(shape, before[call[0]]), before[call[0]])
+    return {call[0]: least[(site[call[0]], tuple(kind[i] for i in call))]
+            for call in calls if all(i in drop for i in call)}
+
+
+def page_lock(run: Run, copies: Sequence[int], rate: PinnedRate | None) -> Fix | None:
+    """The copies at the pinned rate (never slower than they were); None where that cannot be priced."""
+    if rate is None or run.meta.backend in HOST_EXECUTED:
+        return None
+    c = run.columns
+    durations = {i: min(int(c.duration_ns[i]), rate.copy_ns(int(c.nbytes[i]))) for i in copies}
+    return Fix("page-lock", durations=durations)
+
+
+def drop_syncs(run: Run, syncs: Iterable[int]) -> Fix:
+    """The syncs are not made, and the downloads each one waited for (since the sync before it) do not block."""
+    dropped = frozenset(syncs)
+    if run.meta.backend in HOST_EXECUTED or not dropped:
+        return Fix("drop sync", dropped)
+    kind = run.columns.kind.tolist()
+    released: set[int] = set()
+    pending: list[int] = []
+    for i, k in enumerate(kind):
+        if k == _D2H:
+            pending.append(i)
+        elif k == _SYNC:
+            if i in dropped:
+                released.update(pending)
+            pending = []
+    return Fix("drop sync", dropped, nonblocking=frozenset(released))
+
+
+def fuse(run: Run, launches: Sequence[int]) -> Fix:
+    """The launches as one: the first takes all their kernel time; the others, and the host work before each, go."""
+    if len(launches) < 2:
+        return Fix("fuse launches")
+    c = run.columns
+    rest = frozenset(launches[1:])
+    return Fix("fuse launches", rest, {launches[0]: int(c.duration_ns[list(launches)].sum())},
+               host_cut={i: ALL for i in rest})
+
+
+def pack(run: Run, runs: Sequence[Sequence[int]]) -> Fix:
+    """Each run of small copies as one copy: the first stays, taking the run's time less the others' fixed cost.
+
+    The fixed cost of a copy is taken as the shortest copy's time in the
+    run (small copies are all fixed cost), as OFF505's time lost is.
+    """
+    c = run.columns
+    drop: set[int] = set()
+    durations: dict[int, int] = {}
+    for r in runs:
+        if len(r) < 2:
+            continue
+        times = [int(c.duration_ns[i]) for i in r]
+        durations[r[0]] = sum(times) - (len(r) - 1) * min(times)
+        drop.update(r[1:])
+    return Fix("pack", frozenset(drop), durations)
+

@@ -1,0 +1,233 @@
+"""The run as a program to replay: who did what, in which order, waiting for whom.
+
+A trace says when each operation ran, not why it ran then. To ask "what
+if this copy were not made", the replay needs the why: the *resources*
+(the host thread; the copy engines, one per direction; the compute
+stream) and the *edges* between operations (program order on the host,
+stream order on the device, the host waiting for the device in a sync or
+a blocking copy, the host issuing device work). `Timeline.of(run)` infers
+them from the records, in issue order, once; `profiler.analysis.replay.schedule`
+then re-times the program with a change applied.
+
+What a trace does not record, the inference assumes, and docs/profiler.md
+lists the assumptions:
+
+* **Host work is the time between host-side events.** Allocations,
+  frees and syncs carry host times. A device operation (copy, kernel)
+  carries its device start; when the device was idle just before it (its
+  engine and its stream were done more than `IDLE_NS` earlier), it ran
+  as soon as it was issued, so the host issued it then; when it was
+  queued behind other work, the host issued it earlier, at the latest
+  point the inference knows the host was at (so host work in a queued
+  stretch is charged to the next host-side event, which is where it shows
+  when the device gets faster).
+* **Blocking.** On a backend that runs everything on the host thread
+  (NumPy), every copy and kernel holds the host; elsewhere a copy from or
+  to pageable memory does (CUDA stages it through the host and completes
+  a pageable download before returning), a pinned copy and a kernel do
+  not. A blocking copy that was queued holds the host from the point the
+  host is known to have reached (the call's own entry is not recorded).
+* **Streams.** The trace names no streams. Operations that never
+  overlapped are taken to be in order on one stream (the default stream,
+  as CuPy and PyTorch use it); one that overlapped earlier work runs on
+  another (an asynchronous copy on a side stream), so it neither waits for
+  that work nor holds it up. Engines are likewise split into lanes where
+  two copies of one direction overlapped.
+* **The machinery of one call.** Host time between two records of the
+  same `offload()` call (one launch index), or of the same region's
+  entry (or exit, or `update_host`), is offload_core's own work for that
+  call (checks, allocation, staging), not the program's: it belongs to
+  the record that follows it and goes when that record is dropped
+  (`joined`). Host time between records of different calls is the
+  program's and stays, and so does the time after a copy recorded with a
+  fingerprint: that is the recorder digesting the copied bytes, which an
+  unrecorded run does not do at all. A region's entry marks where the
+  host was (its exit record spans the copies it made and marks nothing).
+* **Syncs** wait for the streams that were done when the host resumed;
+  what the sync cost beyond that (its own call, the wake-up) stays.
+* **The end of the run** waits for the device (the recording flushes
+  device timings before it stops).
+
+The parameters are chosen so that replaying the unchanged program gives
+back every device operation's start and the run's wall time exactly; the
+tests check this on hand-built timelines, recorded programs and the
+suite's recordings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+
+from ...trace.columns import NULL
+from ...trace.model import Run
+from ...trace.records import KINDS
+
+#: what a record is to the replay
+MARKER, HOST, WAIT, DEVICE = 0, 1, 2, 3
+#: device engines; a lane is one engine of a kind (two overlapping H2D copies need two)
+ENGINES: Final = {"h2d": 0, "d2h": 1, "launch": 2}
+ENGINE_NAMES: Final = ("H2D copy engine", "D2H copy engine", "compute")
+#: a device operation that started within this long after its engine and stream were free was queued
+IDLE_NS: Final = 2_000
+#: backends on which the host thread itself does every copy and kernel
+HOST_EXECUTED: Final = frozenset({"numpy"})
+#: stands for "never": a lane or stream with nothing on it yet
+NEVER: Final = -(1 << 62)
+
+_ROLE_OF_KIND = {"h2d": DEVICE, "d2h": DEVICE, "launch": DEVICE, "sync": WAIT, "alloc": HOST, "free": HOST,
+                 "region_enter": HOST, "region_exit": MARKER}
+_ROLES = np.array([_ROLE_OF_KIND[k] for k in KINDS], dtype=np.int8)
+_ENGINE_OF_KIND = np.array([ENGINES.get(k, -1) for k in KINDS], dtype=np.int8)
+
+
+@dataclass(frozen=True, eq=False)
+class Timeline:
+    """A run as a program: one entry per record, in issue order, as Python lists (the replay walks them).
+
+    `role` is MARKER, HOST, WAIT or DEVICE. `gap` is the host's own work
+    before the record (ns). HOST records hold the host for `duration`.
+    DEVICE records run for `duration` on `lane` (an engine) and `stream`,
+    released `offset` ns (<= 0) from the host's position when it reaches
+    them, no sooner than `device_gap` after their lane and stream were
+    free; `blocking` ones hold the host until they end. WAIT records wait
+    for the streams in `waits`, then cost `cost` more. `end_cost` is what
+    the end of the run costs after the last record and the device are done.
+    `lane_engine` gives each lane's engine (an index into `ENGINE_NAMES`).
+    """
+
+    role: list[int]
+    duration: list[int]
+    gap: list[int]
+    offset: list[int]
+    device_gap: list[int]
+    lane: list[int]
+    stream: list[int]
+    blocking: list[bool]
+    waits: list[tuple[int, ...]]
+    cost: list[int]
+    end_cost: int
+    lane_engine: tuple[int, ...]
+    streams: int
+    wall_ns: int
+    #: the host position the inference reached after each record (for attribution and tests)
+    host_after: list[int]
+    #: device operations that waited on the device for earlier work (False: started as soon as issued)
+    queued: list[bool]
+    #: records of the same launch as the record before them: their `gap` is that launch's machinery
+    joined: list[bool]
+
+    def __len__(self) -> int:
+        return len(self.role)
+
+    @classmethod
+    def of(cls, run: Run) -> Timeline:
+        """Infer the program of `run` (see the module docstring for what is assumed)."""
+        c = run.columns
+        n = len(c)
+        roles = _ROLES[c.kind].tolist() if n else []
+        engines = _ENGINE_OF_KIND[c.kind].tolist() if n else []
+        starts = c.start_ns.tolist()
+        durations = c.duration_ns.tolist()
+        host_run = run.meta.backend in HOST_EXECUTED
+        blocking = (np.ones(n, dtype=bool) if host_run else (c.kind != KINDS.index("launch")) & ~c.pinned).tolist()
+        return _infer(roles, engines, starts, durations, blocking, run.meta.wall_ns, _joined(run).tolist())
+
+
+def _joined(run: Run) -> np.ndarray:
+    """Records whose preceding host time was their own call's machinery (see the module docstring)."""
+    c = run.columns
+    out = np.zeros(len(c), dtype=bool)
+    if len(c) < 2:
+        return out
+    launch, region, kind = c.launch, c.region, c.kind
+    same_launch = (launch[1:] == launch[:-1]) & (launch[1:] != NULL)
+    codes = {k: KINDS.index(k) for k in KINDS}
+    entering = np.isin(kind[:-1], [codes["region_enter"], codes["alloc"], codes["h2d"]])
+    leaving = np.isin(kind[1:], [codes["d2h"], codes["sync"], codes["free"], codes["region_exit"]])
+    same_region = ((launch[1:] == NULL) & (launch[:-1] == NULL) & (region[1:] == region[:-1]) & (region[1:] != NULL)
+                   & ~(entering & leaving))  # from a region's entry to its exit lies the program's body
+    digested = np.isin(kind[:-1], [codes["h2d"], codes["d2h"]]) & (c.fingerprint[:-1] >= 0)
+    out[1:] = (same_launch | same_region) & ~digested  # the recorder's digest of the copy before is no machinery
+    return out
+
+
+def _infer(roles: list[int], engines: list[int], starts: list[int], durations: list[int], blocking: list[bool],
+           wall_ns: int, joined: list[bool]) -> Timeline:
+    n = len(roles)
+    gap, offset, device_gap = [0] * n, [0] * n, [0] * n
+    lane, stream = [-1] * n, [-1] * n
+    waits: list[tuple[int, ...]] = [()] * n
+    cost = [0] * n
+    host_after = [0] * n
+    queued = [False] * n
+    lane_end: list[int] = []
+    lane_engine: list[int] = []
+    engine_lanes: list[list[int]] = [[] for _ in ENGINES]
+    stream_end: list[int] = []
+    all_streams: list[int] = []
+    f = 0  # where the host is
+    for i in range(n):
+        role, s, d = roles[i], starts[i], durations[i]
+        if role == HOST:
+            a = s if s > f else f
+            gap[i] = a - f
+            f = a + d
+        elif role == WAIT:
+            a = s if s > f else f
+            b = s + d if s + d > a else a
+            gap[i] = a - f
+            done = tuple(k for k, end in enumerate(stream_end) if end <= b)
+            waits[i] = done
+            ready = max((stream_end[k] for k in done), default=a)
+            cost[i] = b - (ready if ready > a else a)
+            f = b
+        elif role == DEVICE:
+            engine = engines[i]
+            lane[i] = ln = _pick(lane_end, s, engine_lanes[engine])
+            if ln == len(lane_end):
+                lane_end.append(NEVER)
+                lane_engine.append(engine)
+                engine_lanes[engine].append(ln)
+            stream[i] = st = _pick(stream_end, s, all_streams)
+            if st == len(stream_end):
+                stream_end.append(NEVER)
+                all_streams.append(st)
+            ready = lane_end[ln] if lane_end[ln] > stream_end[st] else stream_end[st]
+            if s - ready > IDLE_NS:  # the device was idle: issued when it started
+                if s >= f:
+                    gap[i] = s - f
+                    f = s
+                else:
+                    offset[i] = s - f
+            else:  # queued behind earlier work: issued no later than the host was
+                queued[i] = True
+                device_gap[i] = s - ready
+                offset[i] = s - f if s < f else 0
+            end = s + d
+            lane_end[ln] = stream_end[st] = end
+            if blocking[i] and end > f:
+                f = end
+        host_after[i] = f
+    device_done = max(stream_end, default=f)
+    end_cost = wall_ns - (device_done if device_done > f else f)
+    return Timeline(roles, list(durations), gap, offset, device_gap, lane, stream,
+                    [bool(b) and r == DEVICE for b, r in zip(blocking, roles)], waits, cost, end_cost,
+                    tuple(lane_engine), len(stream_end), wall_ns, host_after, queued, joined)
+
+
+def _pick(ends: list[int], start: int, candidates: list[int]) -> int:
+    """The lane (or stream) an operation starting at `start` followed: the one free latest but by then.
+
+    None free by then (the operation overlapped all of them): a new one, `len(ends)`.
+    """
+    if len(candidates) == 1 and ends[candidates[0]] <= start:
+        return candidates[0]
+    best, best_end = len(ends), NEVER - 1
+    for k in candidates:
+        e = ends[k]
+        if best_end < e <= start:
+            best, best_end = k, e
+    return best

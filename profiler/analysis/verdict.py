@@ -1,0 +1,262 @@
+"""Where the time went: the run's verdict (host-, device-, transfer- or sync-bound) with its evidence.
+
+Findings say what is wrong at one line; the verdict says what the run
+was, so a user knows which findings can matter at all. The wall time is
+split into four parts that do not overlap, from the device's side:
+
+* **kernels**: some kernel was running;
+* **copies**: a copy was running and no kernel (copies hidden behind
+  compute cost nothing here);
+* **idle after a wait**: no device work, because the host had waited for
+  the device (a sync, or a blocking copy that waited for queued work) and
+  the queue ran dry while it did; the gap lasts until the host issues
+  again. Each such gap is charged to the line that made the host wait
+  (`profiler.analysis.waits`), not to the line that next launched;
+* **idle, host busy**: no device work and no wait behind it: the host was
+  doing its own work (Python, data loading, launching one small kernel at
+  a time). Such gaps are charged to the line whose operation ended them.
+
+The largest part names the verdict: device-bound, transfer-bound,
+sync-bound or host-bound. On the NumPy backend the host thread does the
+copies and kernels itself, so there is no queue to drain and no gap is
+charged to a wait. The evidence figures (busy share, copy and sync share,
+launch rate, the lines behind the idle time) come with it, so a report
+can show why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final, Literal
+
+import numpy as np
+
+from ..trace.model import Run
+from ..trace.records import KINDS, Site, relative_file
+from ..units import fmt_bytes, fmt_ns
+from .replay import Timeline
+from .replay.timeline import DEVICE, HOST_EXECUTED, WAIT
+from .waits import sync_causes
+
+Kind = Literal["host-bound", "device-bound", "transfer-bound", "sync-bound"]
+#: why the device sat idle: a wait drained its queue, the host was busy, before the first or after the last operation
+IdleReason = Literal["wait", "host", "start-up", "end"]
+#: a gap that starts this soon after a wait ended still counts as the wait's
+WAIT_SLACK_NS: Final = 2_000
+#: how many lines behind idle time a verdict keeps
+TOP_CAUSES: Final = 5
+
+
+@dataclass(frozen=True)
+class IdleCause:
+    """Device idle time charged to one line, for one reason."""
+
+    site: Site | None
+    reason: IdleReason
+    ns: int
+    count: int
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What bounded the run, and the figures that show it (times in ns, shares of the wall time)."""
+
+    kind: Kind
+    wall_ns: int
+    kernel_ns: int
+    copy_ns: int
+    wait_idle_ns: int
+    host_idle_ns: int
+    busy_ns: int
+    sync_ns: int
+    syncs: int
+    launches: int
+    mean_kernel_ns: int
+    copies: int
+    copy_bytes: int
+    causes: tuple[IdleCause, ...]
+
+    @property
+    def idle_ns(self) -> int:
+        return self.wait_idle_ns + self.host_idle_ns
+
+    def share(self, ns: int) -> float:
+        return ns / self.wall_ns if self.wall_ns > 0 else 0.0
+
+    @property
+    def busy_share(self) -> float:
+        """The device busy (a kernel or a copy running), as a share of the wall time."""
+        return self.share(self.busy_ns)
+
+    @property
+    def launch_interval_ns(self) -> int | None:
+        """Wall time per launch: how fast work was issued on average."""
+        return self.wall_ns // self.launches if self.launches else None
+
+    def _pct(self, ns: int) -> str:
+        return f"{100 * self.share(ns):.0f}%"
+
+    def evidence(self, cwd: str = "") -> str:
+        """One sentence of figures for the verdict; call sites relative to `cwd` (the run's folder)."""
+        if self.kind == "device-bound":
+            return (f"kernels ran {self._pct(self.kernel_ns)} of the wall time ({self.launches:,} launches, "
+                    f"{fmt_ns(self.mean_kernel_ns)} on average)")
+        if self.kind == "transfer-bound":
+            return (f"copies ran {self._pct(self.copy_ns)} of the wall time with no kernel beside them "
+                    f"({self.copies:,} copies, {fmt_bytes(self.copy_bytes)})")
+        wanted = ("wait",) if self.kind == "sync-bound" else ("host", "start-up", "end")
+        top = next((c for c in self.causes if c.reason in wanted), None)
+        where = "" if top is None else "; most " + _cause_text(top, cwd)
+        if self.kind == "sync-bound":
+            return (f"the device sat idle {self._pct(self.wait_idle_ns)} of the wall time after the host waited for it "
+                    f"({self.syncs:,} syncs){where}")
+        rate = "" if not self.launches else (
+            f"; {self.launches:,} launches, one per {fmt_ns(self.launch_interval_ns)}, "
+            f"kernels {fmt_ns(self.mean_kernel_ns)} on average")
+        return f"the device sat idle {self._pct(self.host_idle_ns)} of the wall time while the host worked{rate}{where}"
+
+    def short(self) -> str:
+        """`host-bound (idle 87%)`: the verdict and its deciding figure, for a headline."""
+        figure = {"device-bound": ("kernels", self.kernel_ns), "transfer-bound": ("copies", self.copy_ns),
+                  "sync-bound": ("idle after waits", self.wait_idle_ns),
+                  "host-bound": ("idle", self.host_idle_ns)}[self.kind]
+        return f"{self.kind} ({figure[0]} {100 * self.share(figure[1]):.0f}%)"
+
+    def summary(self, cwd: str = "") -> str:
+        """`host-bound: device busy 13%, copies 2%, syncs 4% of 11 s; the device sat idle ...`"""
+        return (f"{self.kind}: device busy {100 * self.busy_share:.0f}%, copies {100 * self.share(self.copy_ns):.0f}%, "
+                f"syncs {100 * self.share(self.sync_ns):.0f}% of {fmt_ns(self.wall_ns)}; {self.evidence(cwd)}")
+
+
+def _cause_text(cause: IdleCause, cwd: str) -> str:
+    """`after app.py:9 (30 ms, 10 times)`, `before the first device operation (start-up, 41 ms)`."""
+    if cause.reason == "start-up":
+        return f"before the first device operation (start-up, {fmt_ns(cause.ns)})"
+    if cause.reason == "end":
+        return f"after the last device operation ({fmt_ns(cause.ns)})"
+    side = "after" if cause.reason == "wait" else "before"
+    return f"{side} {where_text(cause.site, cwd)} ({fmt_ns(cause.ns)}, {cause.count:,} times)"
+
+
+def where_text(site: Site | None, cwd: str = "") -> str:
+    """`app.py:12` (the file relative to `cwd`), or `(no call site)`."""
+    return "(no call site)" if site is None else f"{relative_file(site.file, cwd)}:{site.line}"
+
+
+def verdict(run: Run, timeline: Timeline | None = None) -> Verdict | None:
+    """The verdict of `run`; None when it recorded no device work (nothing to judge).
+
+    `timeline` is the run's, if the caller has it; it is needed (and
+    otherwise inferred) only where the device has a queue to drain, so a
+    NumPy-backend run is judged with array operations alone.
+    """
+    c = run.columns
+    wall = max(run.meta.wall_ns, 0)
+    device = np.flatnonzero(c.kind_mask("h2d", "d2h", "launch"))
+    if device.size == 0 or wall == 0:
+        return None
+    start = np.clip(c.start_ns[device], 0, wall)
+    end = np.clip(c.start_ns[device] + c.duration_ns[device], 0, wall)
+    is_kernel = c.kind[device] == KINDS.index("launch")
+    kernel_ns = _union(start[is_kernel], end[is_kernel])
+    busy_ns = _union(start, end)
+    copy_ns = busy_ns - kernel_ns
+    causes = _idle_causes(run, timeline, device, start, end, wall)
+    wait_idle = sum(ns for (_, reason), (ns, _) in causes.items() if reason == "wait")
+    host_idle = wall - busy_ns - wait_idle
+    parts: dict[Kind, int] = {"device-bound": kernel_ns, "transfer-bound": copy_ns, "sync-bound": wait_idle,
+                              "host-bound": host_idle}
+    kind = max(parts, key=lambda k: parts[k])
+    syncs = c.kind == KINDS.index("sync")
+    launches = int(is_kernel.sum())
+    copies = device[~is_kernel]
+    ranked = sorted(causes.items(), key=lambda kv: -kv[1][0])[:TOP_CAUSES]
+    return Verdict(
+        kind=kind, wall_ns=wall, kernel_ns=kernel_ns, copy_ns=copy_ns, wait_idle_ns=wait_idle, host_idle_ns=host_idle,
+        busy_ns=busy_ns, sync_ns=int(c.duration_ns[syncs].sum()), syncs=int(syncs.sum()), launches=launches,
+        mean_kernel_ns=int(c.duration_ns[device[is_kernel]].mean()) if launches else 0,
+        copies=int(copies.size), copy_bytes=int(c.nbytes[copies].sum()),
+        causes=tuple(IdleCause(site, reason, ns, n) for (site, reason), (ns, n) in ranked),
+    )
+
+
+def _union(start: np.ndarray, end: np.ndarray) -> int:
+    """Total length of the union of intervals."""
+    if start.size == 0:
+        return 0
+    order = np.argsort(start, kind="stable")
+    s, e = start[order], np.maximum.accumulate(end[order])
+    prev_end = np.concatenate(([s[0]], e[:-1]))
+    # each interval adds what reaches past everything before it
+    return int(np.maximum(e - np.maximum(s, prev_end), 0).sum())
+
+
+def _idle_causes(run: Run, tl: Timeline | None, device: np.ndarray, start: np.ndarray, end: np.ndarray,
+                 wall: int) -> dict[tuple[Site | None, IdleReason], tuple[int, int]]:
+    """(site, reason) -> (idle ns, gaps) for every stretch with no device work in [0, wall]."""
+    c = run.columns
+    order = np.argsort(start, kind="stable")
+    s, reach = start[order], np.maximum.accumulate(end[order])
+    gap_end = np.concatenate((s, [wall]))
+    gap_start = np.concatenate(([0], reach))
+    # the operation whose start ends each gap (none for the last)
+    ender = np.concatenate((device[order], [-1]))
+    keep = gap_end > gap_start
+    gap_start, gap_end, ender = gap_start[keep], gap_end[keep], ender[keep]
+    first = int(s[0])
+    waits = _waits(run, tl)
+    out: dict[tuple[Site | None, IdleReason], tuple[int, int]] = {}
+    for g0, g1, j in zip(gap_start.tolist(), gap_end.tolist(), ender.tolist()):
+        key: tuple[Site | None, IdleReason]
+        if g1 <= first:
+            key = (None, "start-up")
+        elif j < 0:
+            key = (None, "end")
+        else:
+            drained, site = waits.drainer(g0)
+            key = (site, "wait") if drained else (c.sites[c.site[j]] if c.site[j] >= 0 else None, "host")
+        ns, n = out.get(key, (0, 0))
+        out[key] = (ns + g1 - g0, n + 1)
+    return out
+
+
+class _Waits:
+    """The host's waits for the device, as sorted intervals, with the line each one is charged to."""
+
+    def __init__(self, begin: list[int], finish: list[int], sites: list[Site | None]) -> None:
+        self.begin = np.array(begin, dtype=np.int64)
+        self.finish = np.array(finish, dtype=np.int64)
+        self.sites = sites
+
+    def drainer(self, t: int) -> tuple[bool, Site | None]:
+        """(True, the line charged) when the host was waiting as the device ran dry at `t`, else (False, None)."""
+        k = int(np.searchsorted(self.begin, t, side="left")) - 1
+        if k >= 0 and t <= self.finish[k] + WAIT_SLACK_NS:
+            return True, self.sites[k]
+        return False, None
+
+
+def _waits(run: Run, tl: Timeline | None) -> _Waits:
+    """Syncs, and blocking copies that waited for queued work, from the inferred host timeline."""
+    if run.meta.backend in HOST_EXECUTED:
+        return _Waits([], [], [])
+    if tl is None:
+        tl = Timeline.of(run)
+    records = run.records
+    causes = sync_causes(records)
+    begin, finish, sites = [], [], []
+    before = 0
+    for i in range(len(tl)):
+        after = tl.host_after[i]
+        at = before + tl.gap[i]
+        role = tl.role[i]
+        if role == WAIT and after > at:
+            begin.append(at)
+            finish.append(after)
+            sites.append(causes[i])
+        elif role == DEVICE and tl.blocking[i] and tl.queued[i] and after > at:
+            begin.append(at)
+            finish.append(after)
+            sites.append(records[i].site)
+        before = after
+    return _Waits(begin, finish, sites)

@@ -1,0 +1,339 @@
+"""Recording the target's child processes: every process records itself, into its own part.
+
+`offload-prof run` runs the target in its own process, so its events are
+recorded there; a child process (multiprocessing with any start method, a
+DataLoader worker, `subprocess.run([sys.executable, ...])`) is another
+interpreter, or a fork that no longer shares the recorder's memory. Each
+one therefore records itself and appends to a part file of its own as it
+runs (`parts`, `partrecorders`), and the target's process merges the parts
+when the run ends (`merge`). This module knows when a process starts,
+forks and ends; `handover` what the target passes on:
+
+* **Fresh interpreters** find `startup/sitecustomize.py` first on
+  `PYTHONPATH` and read `OFFLOAD_PROF_CHILDREN`, both set by `run` for the
+  target and inherited by everything it starts. The start-up hook only
+  arms a post-import hook (`postimport`): recording begins when the child
+  imports offload_core (`--source offload`) or a CUDA library (`--source
+  cupti`), so the resource tracker, a `git` call or any child that never
+  touches a GPU library records nothing and writes nothing.
+* **Forks** (`os.fork`, multiprocessing's fork and forkserver start
+  methods) run `os.register_at_fork`'s child hook: the copy of the
+  parent's recorder is dropped and the child starts its own part.
+* **Ends.** Normal exits write the part's end from `atexit`. Nothing
+  Python-level runs after `os._exit()` (every multiprocessing child ends
+  that way) or a SIGKILL, so offload_core's events are appended to the
+  part by a flusher thread every 0.2 s while the child runs,
+  and `os._exit` is wrapped while recording so that the rest, and the end,
+  are written first. A killed child leaves what it recorded up to its
+  last flush.
+* **CUPTI** cannot follow a fork, and a fork of a process that has
+  initialised CUDA cannot use CUDA (CUDA's own rule), so such forks are
+  listed in the trace as not recorded, without a warning: nothing can be
+  missing. A fresh child records with its own CUPTI session from its first
+  import of a CUDA library to its end (not streamed: a killed CUDA child
+  is named as such). The forkserver process never starts one, so that its
+  forks can still use CUDA.
+* **Children that cannot be recorded** are named: `subprocess.Popen` is
+  wrapped while recording to spot a Python child started with an
+  environment without the profiler's variables, or with `-I`, `-E` or
+  `-S` (which skip the start-up hook), and, with CUPTI, a program that is
+  not Python but names a CUDA library in its file (`handover`; a `uname`
+  or `git` call is no GPU work). Each leaves a note in the run's folder.
+
+Nothing here may raise into the program: a failure to record a child is
+a note on stderr and that child goes unrecorded.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+from time import perf_counter_ns
+from typing import Any, Callable, Literal
+
+from .handover import ENV, STARTUP, Settings, Source, popen_command, popen_env, unrecordable
+from .partrecorders import CuptiPart, EventPart, argv
+from .parts import Part, Unrecorded, write_unrecorded
+from .postimport import PostImport
+
+#: top-level packages whose import starts a CUPTI recording in a child
+CUDA_LIBRARIES = ("cupy", "cupyx", "torch", "numba", "jax", "jaxlib", "cuda", "tensorflow")
+
+
+# ------------------------------------------------------------------ this process's state
+class _Here:
+    """What this process does for the recording; one per process, reset in a fork's child."""
+
+    def __init__(self) -> None:
+        self.settings: Settings | None = None
+        self.start: Literal["main", "fork", "exec"] = "main"
+        self.part: EventPart | CuptiPart | None = None
+        #: the target's process: finishes the whole run when the target calls os._exit
+        self.on_os_exit: Callable[[int], None] | None = None
+        #: the target's process: drops its recorder's subscription in a fork
+        self.detach_main: Callable[[], None] | None = None
+        #: CUDA was initialised in this process (a CUPTI recording started): its forks cannot use it
+        self.cuda_initialised = False
+        #: a CUPTI start put off in the forkserver process, for its forks to make
+        self.deferred = False
+        self.trigger: PostImport | None = None
+        self.hooks = False
+
+    # ---- starting
+    def begin_child(self, settings: Settings, start: Literal["fork", "exec"]) -> None:
+        self.settings = settings
+        self.start = start
+        names = ("offload_core",) if settings.source == "offload" else CUDA_LIBRARIES
+        loaded = next((n for n in names if n in sys.modules), None)
+        if loaded is not None:
+            self.record(loaded)
+        else:
+            self.trigger = PostImport(names, self.record).install()
+
+    def record(self, name: str) -> None:
+        """Start recording this process (the first GPU library was imported)."""
+        settings = self.settings
+        if settings is None or self.part is not None:
+            return
+        start = "exec" if self.start != "fork" else "fork"
+        try:
+            if settings.source == "offload":
+                self.part = EventPart(settings.folder, settings.fingerprints, start)
+            else:
+                if _in_forkserver():
+                    self.deferred = True
+                    return
+                self.cuda_initialised = True
+                self.part = CuptiPart(settings.folder, settings.fingerprints, settings.every_launch, start)
+        except Exception as exc:
+            self._note(Unrecorded(os.getppid(), argv(), f"could not record: {type(exc).__name__}: {exc}",
+                                  os.getpid(), start))
+
+    def _note(self, note: Unrecorded) -> None:
+        if self.settings is None:
+            return
+        try:
+            write_unrecorded(self.settings.folder, replace(note, at_ns=perf_counter_ns()))
+        except OSError as exc:
+            sys.stderr.write(f"offload-prof: {note.argv and ' '.join(note.argv)}: {note.why} ({exc})\n")
+
+    # ---- ending
+    def end(self, how: Literal["exit", "os._exit", "exec"], code: int | None) -> None:
+        part, self.part = self.part, None
+        if part is None:
+            return
+        try:
+            part.end(how, code)
+        except Exception as exc:  # the program's exit must not fail for the profiler
+            sys.stderr.write(f"offload-prof: pid {os.getpid()}: could not finish its part: {type(exc).__name__}: {exc}\n")
+
+    # ---- forks
+    def before_fork(self) -> None:
+        part = self.part
+        if part is not None:
+            part.lock.acquire()
+
+    def after_fork_parent(self) -> None:
+        part = self.part
+        if part is not None:
+            part.lock.release()
+
+    def after_fork_child(self) -> None:
+        settings = self.settings
+        if settings is None:
+            return
+        if self.detach_main is not None:
+            try:
+                self.detach_main()
+            except Exception:
+                pass
+        self.detach_main = None
+        self.on_os_exit = None
+        if self.part is not None:
+            self.part.abandon()
+            self.part = None
+        parent_had_cuda = self.cuda_initialised or (self.start == "main" and settings.source == "cupti")
+        self.start = "fork"
+        self.cuda_initialised = False
+        if settings.source == "cupti" and parent_had_cuda:
+            if self.trigger is not None:
+                self.trigger.remove()
+            self._note(Unrecorded(os.getppid(), argv(), "a fork of a process that initialised CUDA, which cannot "
+                                  "use CUDA itself (CUPTI does not follow fork() either): nothing to record",
+                                  os.getpid(), "fork", warn=False))
+            return
+        if settings.source == "offload" and "offload_core" in sys.modules:
+            self.record("offload_core")
+        elif self.deferred:
+            self.deferred = False
+            self.record("")
+
+    # ---- children started with subprocess
+    def popen_started(self, popen: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        settings = self.settings
+        if settings is None:
+            return
+        command = popen_command(args, kwargs)
+        why = unrecordable(command, popen_env(args, kwargs), settings.source)
+        if why:
+            self._note(Unrecorded(os.getpid(), tuple(command), why,
+                                  getattr(popen, "pid", None), "exec"))
+
+
+HERE = _Here()
+_REAL_EXIT = os._exit
+_REAL_POPEN_INIT: Any = None
+
+
+def _os_exit(code: int) -> None:
+    """`os._exit` while recording: write what this process recorded (or the whole trace, in the target's), then exit."""
+    try:
+        finish = HERE.on_os_exit
+        HERE.on_os_exit = None
+        if finish is not None:
+            finish(code)
+        else:
+            HERE.end("os._exit", code)
+    finally:
+        _REAL_EXIT(code)
+
+
+def _at_exit() -> None:
+    HERE.end("exit", None)
+
+
+def install_hooks() -> None:
+    """Once per process: fork hooks, the exit hooks, the `subprocess.Popen` check (inert while not recording)."""
+    if HERE.hooks:
+        return
+    HERE.hooks = True
+    os.register_at_fork(before=HERE.before_fork, after_in_parent=HERE.after_fork_parent,
+                        after_in_child=HERE.after_fork_child)
+    atexit.register(_at_exit)
+    os._exit = _os_exit
+    _wrap_popen()
+
+
+def _wrap_popen() -> None:
+    global _REAL_POPEN_INIT
+    import subprocess
+
+    if _REAL_POPEN_INIT is not None:
+        return
+    real = _REAL_POPEN_INIT = subprocess.Popen.__init__
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        real(self, *args, **kwargs)
+        try:
+            HERE.popen_started(self, args, kwargs)
+        except Exception:
+            pass
+
+    __init__.__wrapped__ = real  # type: ignore[attr-defined]
+    __init__.__doc__ = real.__doc__
+    subprocess.Popen.__init__ = __init__  # type: ignore[method-assign]
+
+
+def _unwrap() -> None:
+    """The target's process after the run: `os._exit` and `subprocess.Popen` as they were."""
+    global _REAL_POPEN_INIT
+    if os._exit is _os_exit:
+        os._exit = _REAL_EXIT
+    if _REAL_POPEN_INIT is not None:
+        import subprocess
+
+        subprocess.Popen.__init__ = _REAL_POPEN_INIT  # type: ignore[method-assign]
+        _REAL_POPEN_INIT = None
+
+
+def _in_forkserver() -> bool:
+    """Whether this is multiprocessing's forkserver process, whose forks must still be able to use CUDA."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "main" and code.co_filename.endswith(os.path.join("multiprocessing", "forkserver.py")):
+            return True
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
+
+
+# ------------------------------------------------------------------ the two ends
+def start_child(text: str) -> None:
+    """The start-up hook of a fresh interpreter: arm this process's recording (called by `startup/sitecustomize`)."""
+    settings = Settings.decode(text)
+    install_hooks()
+    HERE.begin_child(settings, "exec")
+
+
+@dataclass(frozen=True)
+class Gathered:
+    """What the children left: their parts and the notes about children that could not record."""
+
+    parts: list[Part]
+    unrecorded: list[Unrecorded]
+
+
+class ChildRecording:
+    """The target's side: lets every child record itself while the target runs, and gathers the parts after.
+
+    `start` makes the run's folder (private to this user), exports
+    `OFFLOAD_PROF_CHILDREN` and puts the start-up hook first on
+    `PYTHONPATH` for everything the target starts, and arms this process's
+    fork and exit hooks; `stop` restores all of that and reads what the
+    children wrote.
+    """
+
+    def __init__(self, source: Source, fingerprints: bool, every_launch: bool = False) -> None:
+        self.source: Source = source
+        self.fingerprints = fingerprints
+        self.every_launch = every_launch
+        self.folder: Path | None = None
+        self._saved: dict[str, str | None] = {}
+        self.started_ns = 0
+
+    def start(self, *, on_os_exit: Callable[[int], None], detach: Callable[[], None]) -> ChildRecording:
+        import tempfile
+
+        self.folder = Path(tempfile.mkdtemp(prefix="offload-prof-run-"))
+        root = str(Path(__file__).resolve().parents[2])
+        settings = Settings(str(self.folder), self.source, self.fingerprints, root, self.every_launch)
+        self._saved = {k: os.environ.get(k) for k in (ENV, "PYTHONPATH")}
+        os.environ[ENV] = settings.encode()
+        os.environ["PYTHONPATH"] = os.pathsep.join([str(STARTUP), *filter(None, [self._saved["PYTHONPATH"]])])
+        HERE.settings = settings
+        HERE.start = "main"
+        HERE.on_os_exit = on_os_exit
+        HERE.detach_main = detach
+        install_hooks()
+        os._exit = _os_exit
+        _wrap_popen()
+        self.started_ns = perf_counter_ns()
+        return self
+
+    def stop(self) -> Gathered:
+        """Stop arming children and read their parts; the folder is removed. Idempotent."""
+        from .parts import read_parts, read_unrecorded
+
+        HERE.settings = None
+        HERE.on_os_exit = None
+        HERE.detach_main = None
+        if HERE.trigger is not None:
+            HERE.trigger.remove()
+        _unwrap()
+        for key, value in self._saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        self._saved = {}
+        folder, self.folder = self.folder, None
+        if folder is None:
+            return Gathered([], [])
+        gathered = Gathered(read_parts(folder), read_unrecorded(folder))
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
+        return gathered

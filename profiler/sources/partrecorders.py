@@ -1,0 +1,133 @@
+"""What a child process records into its part: offload_core's events as it goes, or a CUPTI session at its end.
+
+`EventPart` subscribes to offload_core's event bus for rows and appends
+them to the process's part every `FLUSH_INTERVAL_S` from a thread of its
+own (started with the first event) and at the end, so that a child
+killed without warning leaves what it recorded up to its last append.
+`CuptiPart` runs a CUPTI recording of the child and writes its records at
+the end: CUPTI's activity records are decoded in bulk once. Both are
+driven by `profiler.sources.children`, which knows when a process starts,
+forks and ends.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from typing import Any, Literal, Sequence
+
+from .parts import End, Hello, PartWriter, Row
+
+#: seconds between two appends of a child's events to its part
+FLUSH_INTERVAL_S = 0.2
+
+
+class EventPart:
+    """offload_core's events of this process, appended to its part every `FLUSH_INTERVAL_S` and at its end."""
+
+    def __init__(self, folder: str, fingerprints: bool, start: Literal["fork", "exec"]) -> None:
+        from offload_core import events
+
+        self._events = events
+        self.writer = PartWriter(folder, lambda: _hello(start))
+        self.pending: list[Any] = []
+        self.lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._fn = self.on_event
+        self._unsubscribe = events.subscribe(self._fn, fingerprints=fingerprints, rows=True)
+
+    def on_event(self, event: Any) -> None:
+        self.pending.append(event)
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="offload-prof-part", daemon=True)
+            self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(FLUSH_INTERVAL_S):
+            self.flush()
+
+    def flush(self) -> None:
+        with self.lock:
+            n = len(self.pending)
+            if not n:
+                return
+            batch = self.pending[:n]
+            del self.pending[:n]
+            self.writer.write("records", event_rows(batch))
+
+    def end(self, how: Literal["exit", "os._exit", "exec"], code: int | None) -> None:
+        self._stop.set()
+        try:
+            self._events.flush()  # events still waiting for device timings
+        finally:
+            self._events.BUS.drop(self._fn)
+            self.flush()
+            if self.writer.path is not None:  # a child that recorded nothing writes nothing
+                self.writer.write("end", End(how, code))
+            self.writer.close()
+
+    def abandon(self) -> None:
+        """In a fork of this process: the parent's part is not the child's."""
+        self._stop.set()
+        self._events.BUS.drop(self._fn)
+        self.writer.forget()
+        self.pending = []
+
+
+class CuptiPart:
+    """A CUPTI recording of this process, written to its part when the process ends."""
+
+    def __init__(self, folder: str, fingerprints: bool, every_launch: bool, start: Literal["fork", "exec"]) -> None:
+        from .cupti import CuptiRecorder
+
+        self.recorder = CuptiRecorder(fingerprints=fingerprints,
+                                      launch_sites="all" if every_launch else "sampled").start()
+        self.writer = PartWriter(folder, lambda: _hello(start))
+        self.writer.write("records", [])  # the part exists from now on, so a child that dies is known
+        self.lock = threading.Lock()
+
+    def flush(self) -> None:
+        """CUPTI's records are decoded once, at the end."""
+
+    def end(self, how: Literal["exit", "os._exit", "exec"], code: int | None) -> None:
+        self.recorder.stop()
+        run = self.recorder.run()
+        origin = self.recorder.origin_ns()
+        rows: list[Row] = [(r.kind, r.start_ns + origin, r.duration_ns, r.nbytes, r.pinned, r.kernel, r.launch, r.param,
+                            r.array, None if r.site is None else (r.site.file, r.site.line, r.site.function),
+                            r.region, r.mode, r.fingerprint) for r in run.records]
+        self.writer.write("records", rows)
+        self.writer.write("end", End(how, code))
+        self.writer.close()
+
+    def abandon(self) -> None:
+        self.writer.forget()
+
+
+def event_rows(batch: Sequence[Any]) -> list[Row]:
+    """offload_core's event rows as part rows (`Record`'s field order): absolute times, call sites as tuples."""
+    out: list[Row] = []
+    for kind, nbytes, pinned, start, duration, kernel, launch, param, array, cs, mode, region, fp in batch:
+        out.append((kind, start, duration, nbytes, pinned, kernel, launch, param, array,
+                    None if cs is None else (cs.file, cs.line, cs.function), region, mode, fp))
+    return out
+
+
+def argv() -> tuple[str, ...]:
+    """This process's command line as it was given (the interpreter and its options included)."""
+    return tuple(getattr(sys, "orig_argv", None) or sys.argv)
+
+
+def _hello(start: Literal["fork", "exec"]) -> Hello:
+    name = ""
+    mp = sys.modules.get("multiprocessing")
+    if mp is not None:
+        try:
+            name = mp.current_process().name
+        except Exception:
+            name = ""
+    # a fork's command line is its parent's; sys.argv is the target's there, not the profiler's
+    command = tuple(sys.argv) if start == "fork" else argv()
+    return Hello(os.getpid(), os.getppid(), start, command, "" if name == "MainProcess" else name)
