@@ -42,6 +42,10 @@ from .positions import LineIndex
 from .projects import Linted, Projects
 
 PYTHON_SUFFIXES = (".py", ".pyi")
+#: the documents served: files and new unsaved ones. A notebook's cells come as documents of their own
+#: (`vscode-notebook-cell:`), and one cell linted alone is wrong: its names come from earlier cells, and
+#: IPython syntax (`%timeit`) is a syntax error outside a notebook. Notebooks are left to `offload-lint`.
+SCHEMES = ("file", "untitled")
 
 
 @dataclass(frozen=True)
@@ -104,7 +108,7 @@ class LintServer(LanguageServer):
             return None
         version, text = doc.version, doc.source
         path = _path(uri)
-        if not _is_python(path, doc.language_id):
+        if not _is_python(uri, path, doc.language_id):
             return None
         open_texts = {p: d.source for u in self.opened if (p := _path(u)) is not None and (d := self.document(u))}
         loop = asyncio.get_running_loop()
@@ -177,7 +181,10 @@ def _path(uri: str) -> Path | None:
     return Path(path) if path else None
 
 
-def _is_python(path: Path | None, language_id: str | None) -> bool:
+def _is_python(uri: str, path: Path | None, language_id: str | None) -> bool:
+    """Is the document a Python file (or an unsaved Python document) that the server lints?"""
+    if uri.partition(":")[0] not in SCHEMES:
+        return False
     return language_id == "python" or (path is not None and path.suffix in PYTHON_SUFFIXES)
 
 

@@ -148,7 +148,7 @@ class Projects:
         kernels = self._kernels(result, path, session, open_texts)
         if not needs_hold(result, kernels):
             result, cached = run(kernels), False
-        if store and not cached and key is not None:
+        if store and not cached and key is not None and path is not None:
             session.cache.put(key, result)
         result = replace(result, path=name)  # a cached result carries the CLI's display path
         findings = tuple(f for f in session.visible(result) if not f.suppressed)

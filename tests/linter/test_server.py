@@ -438,6 +438,26 @@ async def test_kernels_imported_from_another_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.asyncio
+async def test_unsaved_documents_are_linted_and_notebook_cells_are_not(tmp_path: Path) -> None:
+    """An `untitled:` document gets diagnostics; a notebook's cell, alone, would get wrong ones, so it gets none."""
+    path = write(tmp_path, "a.py", EMOJI)
+    cell = "vscode-notebook-cell:" + (tmp_path / "nb.ipynb").as_posix() + "#W0sZmlsZQ%3D%3D"
+    untitled = "untitled:Untitled-1"
+    async with serving(tmp_path) as client:
+        for uri, text in ((cell, "%timeit d = cp.asarray(np.zeros(1024))\n"), (untitled, EMOJI)):
+            client.text_document_did_open(types.DidOpenTextDocumentParams(
+                text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+        assert [d.code for d in await published(client, untitled, 1)] == ["OFF105"]
+        file_uri = open_file(client, path)
+        assert [d.code for d in await published(client, file_uri, 1)] == ["OFF105"]
+        # lints run one at a time in the order the documents came: the cell's would have been published by now
+        assert [p.uri for p in client.publishes] == [untitled, file_uri]
+    # only the file on disk is stored in the results cache, not the unsaved text
+    entries = [p for p in (tmp_path / ".offload-lint-cache").rglob("*") if p.is_file() and len(p.name) == 40]
+    assert len(entries) == 1
+
+
+@pytest.mark.asyncio
 async def test_exit_without_shutdown_is_code_1(tmp_path: Path) -> None:
     client = Client()
     await client.start_io(sys.executable, "-m", "linter", "server", cwd=str(tmp_path))
