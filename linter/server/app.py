@@ -4,18 +4,23 @@ Documents are synchronised whole (`TextDocumentSyncKind.Full`): the client
 sends the full text on every change, so the server never patches text by
 positions, and a lint always sees exactly what the editor shows.
 
-A document is linted when it is opened or saved, and a short while after
-the last change (`--debounce-ms`): typing coalesces into one lint of the
+What is linted is a *unit*: a Python document, or an open notebook, whose
+code cells are linted together as `offload-lint` lints the .ipynb file
+(names flow from cell to cell, IPython syntax is understood) and whose
+findings are published on the cells they are in.
+
+A unit is linted when it is opened or saved, and a short while after the
+last change (`--debounce-ms`): typing coalesces into one lint of the
 latest text. Lints run one at a time on a worker thread, so the server
-keeps answering while LibCST parses; a result whose document changed
+keeps answering while LibCST parses; a result whose unit changed
 meanwhile is dropped, since a newer lint is already scheduled. A request
 that needs the findings of the current text (code actions, hover) lints it
 first if it has not been linted yet, so an action never edits text that
-has moved. Saving a file re-lints the other open documents soon after,
+has moved. Saving a file re-lints the other open units soon after,
 because they may import its kernels.
 
 Configuration mistakes are shown once each as an error message (the same
-line the CLI prints), and the document gets no diagnostics until the file
+line the CLI prints), and the unit gets no diagnostics until the file
 is fixed; every lint is logged (`window/logMessage`) with its count and
 whether the cache answered.
 """
@@ -27,42 +32,66 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from lsprotocol import types
 from offload_core.catalog import CatalogError
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
-from pygls.workspace import TextDocument
 
 from .. import __version__
 from ..config import ConfigError
+from ..notebooks import Notebook, NotebookError
 from . import messages
+from .messages import View
 from .positions import LineIndex
 from .projects import Linted, Projects
 
 PYTHON_SUFFIXES = (".py", ".pyi")
-#: the documents served: files and new unsaved ones. A notebook's cells come as documents of their own
-#: (`vscode-notebook-cell:`), and one cell linted alone is wrong: its names come from earlier cells, and
-#: IPython syntax (`%timeit`) is a syntax error outside a notebook. Notebooks are left to `offload-lint`.
+#: the documents served: files and new unsaved ones. An editor that does not speak the protocol's
+#: notebook synchronisation sends a notebook's cells as documents of their own (`vscode-notebook-cell:`),
+#: and one cell linted alone is wrong: its names come from earlier cells, and IPython syntax (`%timeit`)
+#: is a syntax error outside a notebook. Such cells are left alone.
 SCHEMES = ("file", "untitled")
+#: notebooks are synchronised as notebooks (all their cells, so that cells are numbered as in the file)
+NOTEBOOKS = types.NotebookDocumentSyncOptions(
+    notebook_selector=[types.NotebookDocumentFilterWithNotebook(
+        notebook=types.NotebookDocumentFilterPattern(pattern="**/*.ipynb"))],
+    save=True,
+)
+
+#: (uri, version, cell number or None, text) of each document a unit is shown in
+Doc = tuple[str, "int | None", "int | None", str]
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What one lint reads: a document's text, or an open notebook's code cells as one Python text."""
+
+    unit: str  # the document's or the notebook's URI
+    path: Path | None
+    text: str
+    docs: tuple[Doc, ...]
+    notebook: Notebook | None = None
 
 
 @dataclass(frozen=True)
 class State:
-    """The last lint published for a document, with the line index its positions were converted by."""
+    """The last lint published for a unit, with the documents it was shown in."""
 
-    version: int | None
+    docs: tuple[Doc, ...]
     linted: Linted
-    lines: LineIndex
+    views: Mapping[int | None, View]  # by cell number (None: the document itself)
 
 
 class LintServer(LanguageServer):
     def __init__(self, debounce: float) -> None:
-        super().__init__("offload-lint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full)
+        super().__init__("offload-lint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full,
+                         notebook_document_sync=NOTEBOOKS)
         self.debounce = debounce
         self.projects = Projects([])
-        self.opened: set[str] = set()
+        self.opened: set[str] = set()  # Python documents (not cells)
+        self.notebooks: set[str] = set()
         self.states: dict[str, State] = {}
         self.timers: dict[str, asyncio.TimerHandle] = {}
         self.tasks: set[asyncio.Task[Any]] = set()
@@ -70,83 +99,135 @@ class LintServer(LanguageServer):
         self.shown: set[str] = set()
         self.shut_down = False
 
-    # -- documents ------------------------------------------------------------------
-
-    def document(self, uri: str) -> TextDocument | None:
-        return self.workspace.get_text_document(uri) if uri in self.opened else None
+    # -- units ----------------------------------------------------------------------
 
     def set_folders(self, uris: list[str]) -> None:
         folders = [Path(p) for p in (to_fs_path(u) for u in uris) if p]
         self.projects = Projects(folders)
 
+    def unit_of(self, uri: str) -> str | None:
+        """The unit a document belongs to: itself, or the open notebook it is a cell of."""
+        if uri in self.opened or uri in self.notebooks:
+            return uri
+        notebook = self.workspace.get_notebook_document(cell_uri=uri)
+        return notebook.uri if notebook is not None and notebook.uri in self.notebooks else None
+
+    def read(self, unit: str) -> Reading | None:
+        """The unit's current text; None when it is closed or not served."""
+        if unit.partition(":")[0] not in SCHEMES:
+            return None
+        path = _path(unit)
+        if unit in self.notebooks:
+            return self._read_notebook(unit, path)
+        if unit not in self.opened:
+            return None
+        doc = self.workspace.get_text_document(unit)
+        if not (doc.language_id == "python" or (path is not None and path.suffix in PYTHON_SUFFIXES)):
+            return None
+        return Reading(unit, path, doc.source, ((unit, doc.version, None, doc.source),))
+
+    def _read_notebook(self, unit: str, path: Path | None) -> Reading | None:
+        notebook = self.workspace.get_notebook_document(notebook_uri=unit)
+        if notebook is None:
+            return None
+        cells: list[tuple[str, str]] = []
+        docs: list[Doc] = []
+        for number, cell in enumerate(notebook.cells, 1):
+            doc = self.workspace.get_text_document(cell.document)
+            if cell.kind == types.NotebookCellKind.Markup:
+                kind = "markdown"
+            elif doc.language_id == "python":
+                kind = "code"
+                docs.append((cell.document, doc.version, number, doc.source))
+            else:
+                kind = "raw"  # a code cell in another language is not Python to lint
+            cells.append((kind, doc.source))
+        try:
+            parsed = Notebook.from_cells(cells)
+        except NotebookError:  # cannot happen for JSON we wrote; never lint a guess
+            return None
+        return Reading(unit, path, parsed.code, tuple(docs), parsed)
+
     # -- scheduling -----------------------------------------------------------------
 
-    def start(self, uri: str, store: bool = False) -> None:
-        """Lint the document now (as a task), replacing any lint scheduled for it."""
-        self.cancel(uri)
-        task = asyncio.ensure_future(self.refresh(uri, store))
+    def start(self, unit: str, store: bool = False) -> None:
+        """Lint the unit now (as a task), replacing any lint scheduled for it."""
+        self.cancel(unit)
+        task = asyncio.ensure_future(self.refresh(unit, store))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
-    def schedule(self, uri: str) -> None:
-        """Lint the document once no change has come for the debounce interval."""
-        self.cancel(uri)
-        self.timers[uri] = asyncio.get_running_loop().call_later(self.debounce, self.start, uri)
+    def schedule(self, unit: str) -> None:
+        """Lint the unit once no change has come for the debounce interval."""
+        self.cancel(unit)
+        self.timers[unit] = asyncio.get_running_loop().call_later(self.debounce, self.start, unit)
 
-    def cancel(self, uri: str) -> None:
-        timer = self.timers.pop(uri, None)
+    def cancel(self, unit: str) -> None:
+        timer = self.timers.pop(unit, None)
         if timer is not None:
             timer.cancel()
 
     # -- linting --------------------------------------------------------------------
 
-    async def refresh(self, uri: str, store: bool = False) -> State | None:
-        """Lint the document's current text and publish its diagnostics."""
-        self.cancel(uri)
-        doc = self.document(uri)
-        if doc is None:
+    async def refresh(self, unit: str, store: bool = False) -> State | None:
+        """Lint the unit's current text and publish its diagnostics."""
+        self.cancel(unit)
+        reading = self.read(unit)
+        if reading is None:
             return None
-        version, text = doc.version, doc.source
-        path = _path(uri)
-        if not _is_python(uri, path, doc.language_id):
-            return None
-        open_texts = {p: d.source for u in self.opened if (p := _path(u)) is not None and (d := self.document(u))}
+        open_texts = {p: r.text for u in self.opened if (p := _path(u)) is not None and (r := self.read(u))}
         loop = asyncio.get_running_loop()
         try:
-            linted = await loop.run_in_executor(self.executor, self.projects.lint, path, text, store, open_texts)
+            linted = await loop.run_in_executor(
+                self.executor, self.projects.lint, reading.path, reading.text, store, open_texts, reading.notebook)
         except (ConfigError, CatalogError) as exc:
             self.tell(f"offload-lint: {exc}", types.MessageType.Error)
-            self.states.pop(uri, None)
-            self.publish(uri, version, [])
+            self.clear(unit)
+            for uri, version, _, _ in reading.docs:
+                self.publish(uri, version, [])
             return None
         except Exception as exc:  # a bug of ours: one line, and the server goes on
             self.tell(f"offload-lint: internal error: {type(exc).__name__}: {exc} (please report it)", types.MessageType.Error)
             return None
-        doc = self.document(uri)
-        if doc is None or doc.version != version or doc.source != text:
+        now = self.read(unit)
+        if now is None or now.docs != reading.docs:
             return None  # changed or closed meanwhile: a newer lint is scheduled
-        state = State(version, linted, LineIndex(text, self.workspace.position_codec))
-        self.states[uri] = state
+        codec = self.workspace.position_codec
+        views = {cell: View(uri, version, cell, LineIndex(text, codec)) for uri, version, cell, text in reading.docs}
+        state = State(reading.docs, linted, views)
+        gone = self.clear(unit)
+        self.states[unit] = state
         if linted.result.error is not None:
             self.tell(f"offload-lint: internal error while checking {linted.result.path}: {linted.result.error} "
                       "(please report it)", types.MessageType.Error)
-        self.publish(uri, version, messages.diagnostics(linted, state.lines))
+        for uri in gone - {v.uri for v in views.values()}:
+            self.publish(uri, None, [])  # a cell that is no longer Python, or no longer there
+        for view in views.values():
+            self.publish(view.uri, view.version, messages.diagnostics(linted, view))
         self.log(linted)
         return state
 
-    async def current(self, uri: str) -> State | None:
-        """The lint of the document's current text, linting it first if needed."""
+    async def current(self, uri: str) -> tuple[State, View] | None:
+        """The lint of the unit's current text and the document `uri` in it, linting it first if needed."""
+        unit = self.unit_of(uri)
+        if unit is None:
+            return None
         for _ in range(3):
-            doc = self.document(uri)
-            if doc is None:
+            reading = self.read(unit)
+            if reading is None:
                 return None
-            state = self.states.get(uri)
-            if state is not None and state.version == doc.version and state.linted.text == doc.source:
-                return state
-            state = await self.refresh(uri)
+            state = self.states.get(unit)
+            if state is None or state.docs != reading.docs:
+                state = await self.refresh(unit)
             if state is not None:
-                return state
-        return None  # not Python, a broken configuration, or a text that kept changing
+                view = next((v for v in state.views.values() if v.uri == uri), None)
+                return (state, view) if view is not None else None
+        return None  # a broken configuration, or a text that kept changing
+
+    def clear(self, unit: str) -> set[str]:
+        """Forget the unit's lint; the documents it was shown in."""
+        state = self.states.pop(unit, None)
+        return {v.uri for v in state.views.values()} if state is not None else set()
 
     # -- output ---------------------------------------------------------------------
 
@@ -181,13 +262,6 @@ def _path(uri: str) -> Path | None:
     return Path(path) if path else None
 
 
-def _is_python(uri: str, path: Path | None, language_id: str | None) -> bool:
-    """Is the document a Python file (or an unsaved Python document) that the server lints?"""
-    if uri.partition(":")[0] not in SCHEMES:
-        return False
-    return language_id == "python" or (path is not None and path.suffix in PYTHON_SUFFIXES)
-
-
 def build(debounce: float) -> LintServer:
     """A server with its features registered (a function, so that nothing is global)."""
     server = LintServer(debounce)
@@ -214,27 +288,42 @@ def build(debounce: float) -> LintServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
     def did_save(ls: LintServer, params: types.DidSaveTextDocumentParams) -> None:
-        uri = params.text_document.uri
-        ls.start(uri, store=True)
-        for other in ls.opened - {uri}:
-            ls.schedule(other)
+        saved(ls, params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: LintServer, params: types.DidCloseTextDocumentParams) -> None:
         uri = params.text_document.uri
-        ls.cancel(uri)
-        ls.opened.discard(uri)
-        ls.states.pop(uri, None)
-        ls.publish(uri, None, [])
+        if uri in ls.opened:
+            closed(ls, uri)
+            ls.publish(uri, None, [])  # also when it was never linted (a broken configuration)
+            ls.opened.discard(uri)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+    def notebook_opened(ls: LintServer, params: types.DidOpenNotebookDocumentParams) -> None:
+        ls.notebooks.add(params.notebook_document.uri)
+        ls.start(params.notebook_document.uri, store=True)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def notebook_changed(ls: LintServer, params: types.DidChangeNotebookDocumentParams) -> None:
+        ls.schedule(params.notebook_document.uri)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
+    def notebook_saved(ls: LintServer, params: types.DidSaveNotebookDocumentParams) -> None:
+        saved(ls, params.notebook_document.uri)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    def notebook_closed(ls: LintServer, params: types.DidCloseNotebookDocumentParams) -> None:
+        closed(ls, params.notebook_document.uri)
+        ls.notebooks.discard(params.notebook_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(code_action_kinds=list(messages.KINDS)))
     async def code_action(ls: LintServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
-        uri = params.text_document.uri
-        state = await ls.current(uri)
-        if state is None:
+        found = await ls.current(params.text_document.uri)
+        if found is None:
             return None
-        start = state.lines.from_client(params.range.start)
-        end = state.lines.from_client(params.range.end)
+        state, view = found
+        start = view.lines.from_client(params.range.start)
+        end = view.lines.from_client(params.range.end)
         only = params.context.only
         linted = state.linted
         fixed = None
@@ -242,24 +331,40 @@ def build(debounce: float) -> LintServer:
             only is None or any(messages.FIX_ALL.startswith(o) for o in only)
         ):
             fixed = await asyncio.get_running_loop().run_in_executor(ls.executor, linted.fixed)
-        return messages.code_actions(linted, state.lines, uri, messages.at(linted, start, end), only, fixed)
+        findings = messages.at(linted, view, start, end)
+        return messages.code_actions(linted, view, state.views, findings, only, fixed)
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def hover(ls: LintServer, params: types.HoverParams) -> types.Hover | None:
-        state = await ls.current(params.text_document.uri)
-        if state is None:
+        found = await ls.current(params.text_document.uri)
+        if found is None:
             return None
-        where = state.lines.from_client(params.position)
-        return messages.hover(state.linted, state.lines, messages.at(state.linted, where, where))
+        state, view = found
+        where = view.lines.from_client(params.position)
+        return messages.hover(state.linted, view, messages.at(state.linted, view, where, where))
 
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: LintServer, params: None) -> None:
         ls.shut_down = True
-        for uri in list(ls.timers):
-            ls.cancel(uri)
+        for unit in list(ls.timers):
+            ls.cancel(unit)
         ls.executor.shutdown(wait=False, cancel_futures=True)
 
     return server
+
+
+def saved(ls: LintServer, unit: str) -> None:
+    """Lint a saved unit now (and store it: it is on disk), and the others soon: they may import its kernels."""
+    ls.start(unit, store=True)
+    for other in (ls.opened | ls.notebooks) - {unit}:
+        ls.schedule(other)
+
+
+def closed(ls: LintServer, unit: str) -> None:
+    """Forget a closed unit and clear the diagnostics of the documents it was shown in."""
+    ls.cancel(unit)
+    for uri in ls.clear(unit) - {unit}:
+        ls.publish(uri, None, [])
 
 
 def serve(debounce: float) -> int:

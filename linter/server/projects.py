@@ -34,7 +34,8 @@ from typing import Mapping, Sequence
 
 from offload_core.catalog import Rule
 
-from ..findings import FileResult, Finding
+from ..findings import FileResult, Finding, Fix
+from ..notebooks import Notebook, NotebookFixError
 from ..runner import module_name_of
 from ..session import Session
 from ..signatures import KernelIndex, KernelSig
@@ -60,16 +61,29 @@ class Linted:
     cached: bool = False
     excluded: bool = False
     seconds: float = 0.0
+    notebook: Notebook | None = None  # a notebook's lint: `text` is its cells' Python, findings carry cells
 
     def relint(self, text: str) -> FileResult:
-        """The same lint (settings, kernels, module name) of another text: for fixing in rounds."""
+        """The same lint (settings, kernels, module name, cells) of another text: for fixing in rounds."""
         from ..engine import lint_text
 
         return lint_text(
             text, self.session.settings, self.session.apis, self.kernels,
             path=self.result.path, module_name=self.module_name, is_package=self.is_package,
+            cells=self.notebook.map if self.notebook is not None else None,
         )
 
+    def writable(self, text: str, fix: Fix) -> bool:
+        """Can `fix` be applied to `text` (in a notebook: without rewriting a line of IPython syntax)?"""
+        return self.notebook is None or self.cell_sources(applied(text, fix)) is not None
+
+    def cell_sources(self, text: str) -> dict[int, str] | None:
+        """A notebook's fixed Python as the new source of each changed cell; None when it cannot go back."""
+        assert self.notebook is not None
+        try:
+            return self.notebook.fixed_sources(text)
+        except NotebookFixError:
+            return None
 
     def fixed(self) -> str:
         """The text with every safe fix applied, in rounds, as `offload-lint --fix` writes it."""
@@ -79,8 +93,16 @@ class Linted:
             return [f for f in self.session.visible(result)
                     if not f.suppressed and f.fix is not None and f.fix.safety == "safe"]
 
-        text, _, _ = fix_text(self.text, self.result, self.relint, applicable)
+        accept = self.writable if self.notebook is not None else None
+        text, _, _ = fix_text(self.text, self.result, self.relint, applicable, accept)
         return text
+
+
+def applied(text: str, fix: Fix) -> str:
+    """`text` with one fix applied."""
+    from ..fixes import apply_fixes
+
+    return apply_fixes(text, [fix])[0]
 
 
 class Projects:
@@ -123,8 +145,10 @@ class Projects:
             self._sessions[key] = session
         return session
 
-    def lint(self, path: Path | None, text: str, store: bool, open_texts: Mapping[Path, str]) -> Linted:
-        """Lint a document's text; `store` when the text is the file's content on disk (open, save)."""
+    def lint(self, path: Path | None, text: str, store: bool, open_texts: Mapping[Path, str],
+             notebook: Notebook | None = None) -> Linted:
+        """Lint a document's text, or a notebook's cells (`notebook`, whose Python `text` is); `store` when
+        the text is the file's content on disk (open, save)."""
         from ..engine import lint_text
 
         started = time.perf_counter()
@@ -132,16 +156,21 @@ class Projects:
         name = str(path) if path is not None else "<untitled>"
         if path is not None and session.config.excluded(path):
             empty = FileResult(name)
-            return Linted(path, text, (), session.rules, empty, session, KernelIndex(), "__main__", False, excluded=True)
+            return Linted(path, text, (), session.rules, empty, session, KernelIndex(), "__main__", False, excluded=True,
+                          notebook=notebook)
         module_name, is_package = module_name_of(path) if path is not None and path.parent.is_dir() else ("__main__", False)
-        data = file_bytes(text)
-        key = session.cache.key(data, module_name) if data is not None else None
+        if notebook is not None:
+            is_package = False
+            key: str | None = session.cache.key(notebook.cache_data, module_name, kind="ipynb")
+        else:
+            data = file_bytes(text)
+            key = session.cache.key(data, module_name) if data is not None else None
         result = session.cache.get(key) if key is not None else None
         cached = result is not None
 
         def run(kernels: KernelIndex) -> FileResult:
-            return lint_text(text, session.settings, session.apis, kernels,
-                             path=name, module_name=module_name, is_package=is_package)
+            return lint_text(text, session.settings, session.apis, kernels, path=name, module_name=module_name,
+                             is_package=is_package, cells=notebook.map if notebook is not None else None)
 
         if result is None:
             result = run(KernelIndex())
@@ -153,7 +182,7 @@ class Projects:
         result = replace(result, path=name)  # a cached result carries the CLI's display path
         findings = tuple(f for f in session.visible(result) if not f.suppressed)
         return Linted(path, text, findings, session.rules, result, session, kernels, module_name, is_package,
-                      cached=cached, seconds=time.perf_counter() - started)
+                      cached=cached, seconds=time.perf_counter() - started, notebook=notebook)
 
     def _kernels(self, result: FileResult, path: Path | None, session: Session,
                  open_texts: Mapping[Path, str]) -> KernelIndex:

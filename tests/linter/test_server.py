@@ -457,6 +457,118 @@ async def test_unsaved_documents_are_linted_and_notebook_cells_are_not(tmp_path:
     assert len(entries) == 1
 
 
+NOTEBOOK_CELLS = (
+    ("markdown", "# Uploads\nText with `cp.asarray(x)` in it."),
+    ("code", "import cupy as cp\nimport numpy as np"),
+    ("code", '%timeit np.zeros(3)\nlabel = "é 😀"; d = cp.asarray(np.zeros(1024))'),
+    ("markdown", "Now the loop:"),
+    ("code", HOIST.split("\n\n", 1)[1].rstrip("\n")),
+)
+
+
+def cell_sources(path: Path) -> list[str]:
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return ["".join(c["source"]) if isinstance(c["source"], list) else c["source"] for c in cells]
+
+
+def open_notebook(client: Client, path: Path, cells: Sequence[tuple[str, str]]) -> tuple[str, list[str]]:
+    """Open a notebook as VS Code does (notebookDocument/didOpen with every cell); its URI and its cells' URIs."""
+    uri = path.as_uri()
+    cell_uris = [f"vscode-notebook-cell:{path.as_posix()}#cell{n}" for n in range(1, len(cells) + 1)]
+    client.notebook_document_did_open(types.DidOpenNotebookDocumentParams(
+        notebook_document=types.NotebookDocument(uri=uri, notebook_type="jupyter-notebook", version=1, cells=[
+            types.NotebookCell(
+                kind=types.NotebookCellKind.Code if kind == "code" else types.NotebookCellKind.Markup, document=c)
+            for (kind, _), c in zip(cells, cell_uris)]),
+        cell_text_documents=[
+            types.TextDocumentItem(uri=c, language_id="python" if kind == "code" else "markdown", version=1, text=text)
+            for (kind, text), c in zip(cells, cell_uris)],
+    ))
+    return uri, cell_uris
+
+
+@pytest.mark.asyncio
+async def test_a_notebook_is_linted_as_one_program_and_fixed_cell_by_cell(tmp_path: Path) -> None:
+    """Cells are linted together as `offload-lint nb.ipynb` lints the file; findings, fixes and hover per cell."""
+    write(tmp_path, "pyproject.toml", "[tool.offload-lint]\n")
+    document = {"cells": [
+        {"cell_type": kind, "metadata": {}, "source": text.splitlines(keepends=True),
+         **({"execution_count": None, "outputs": []} if kind == "code" else {})}
+        for kind, text in NOTEBOOK_CELLS
+    ], "metadata": {"kernelspec": {"language": "python", "name": "python3"}}, "nbformat": 4, "nbformat_minor": 5}
+    path = write(tmp_path, "nb.ipynb", json.dumps(document, indent=1, ensure_ascii=False) + "\n")
+    expected = cli_findings(tmp_path, "nb.ipynb")
+    # names flow from cell 2 (the imports) into cells 3 and 5; the magic in cell 3 is understood
+    assert [(f["cell"], f["code"]) for f in expected] == [(3, "OFF105"), (5, "OFF101")]
+    write(tmp_path, "safe/nb.ipynb", path.read_text(encoding="utf-8"))
+    assert run_cli("--fix", "--no-cache", "safe/nb.ipynb", cwd=tmp_path).returncode == 1
+    safe_fixed = cell_sources(tmp_path / "safe/nb.ipynb")
+    write(tmp_path, "unsafe/nb.ipynb", path.read_text(encoding="utf-8"))
+    assert run_cli("--fix", "--unsafe-fixes", "--no-cache", "unsafe/nb.ipynb", cwd=tmp_path).returncode in (0, 1)
+    unsafe_fixed = cell_sources(tmp_path / "unsafe/nb.ipynb")
+    texts = [text for _, text in NOTEBOOK_CELLS]
+    assert safe_fixed[2] != texts[2] and safe_fixed[4] == texts[4] and unsafe_fixed[4] != texts[4]
+    assert run_cli("nb.ipynb", cwd=tmp_path).returncode == 1  # fills the results cache
+
+    async with serving(tmp_path) as client:
+        nb_uri, cells = open_notebook(client, path, NOTEBOOK_CELLS)
+        assert await published(client, cells[1], 1) == ()
+        for finding in expected:
+            n = finding["cell"] - 1
+            (diag,) = await published(client, cells[n], 1)
+            assert (diag.code, diag.message) == (finding["code"], finding["message"])
+            start = position(texts[n], finding["line"], finding["column"], "utf-16")
+            end = position(texts[n], finding["end_line"], finding["end_column"], "utf-16")
+            assert ((diag.range.start.line, diag.range.start.character),
+                    (diag.range.end.line, diag.range.end.character)) == (start, end)
+        assert not any(p.uri in (cells[0], cells[3], nb_uri) for p in client.publishes)  # markdown: nothing
+
+        async def actions(n: int, diag: types.Diagnostic) -> list[types.CodeAction]:
+            got = await asyncio.wait_for(client.text_document_code_action_async(types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(cells[n]), range=diag.range,
+                context=types.CodeActionContext(diagnostics=[diag]))), WAIT)
+            assert got is not None
+            return [a for a in got if isinstance(a, types.CodeAction)]
+
+        (upload,) = await published(client, cells[2], 1)
+        by_kind = {a.kind: a for a in await actions(2, upload)}
+        assert set(by_kind) == {types.CodeActionKind.QuickFix, "source.fixAll.offload-lint"}
+        for action in by_kind.values():  # the quick fix and the fix-all both change cell 3 only, as --fix does
+            assert action.edit is not None and action.edit.changes is not None
+            assert list(action.edit.changes) == [cells[2]]
+            assert apply(texts[2], action.edit.changes[cells[2]], "utf-16") == safe_fixed[2]
+        assert by_kind[types.CodeActionKind.QuickFix].is_preferred is True
+
+        (loop,) = await published(client, cells[4], 1)
+        (unsafe,) = [a for a in await actions(4, loop) if a.kind == types.CodeActionKind.QuickFix]
+        assert "unsafe" in unsafe.title and not unsafe.is_preferred
+        assert unsafe.edit is not None and unsafe.edit.changes is not None and list(unsafe.edit.changes) == [cells[4]]
+        assert apply(texts[4], unsafe.edit.changes[cells[4]], "utf-16") == unsafe_fixed[4]
+
+        hover = await asyncio.wait_for(client.text_document_hover_async(types.HoverParams(
+            text_document=types.TextDocumentIdentifier(cells[4]), position=loop.range.start)), WAIT)
+        assert hover is not None and isinstance(hover.contents, types.MarkupContent)
+        assert CATALOG.rules["OFF101"].summary in hover.contents.value and hover.range == loop.range
+
+        # a change to one cell re-lints the notebook: cell 3 is clean, cell 5 keeps its finding
+        fixed_cell = texts[2].replace("cp.asarray(np.zeros(1024))", "cp.zeros(1024)")
+        client.notebook_document_did_change(types.DidChangeNotebookDocumentParams(
+            notebook_document=types.VersionedNotebookDocumentIdentifier(version=2, uri=nb_uri),
+            change=types.NotebookDocumentChangeEvent(cells=types.NotebookDocumentCellChanges(text_content=[
+                types.NotebookDocumentCellContentChanges(
+                    document=types.VersionedTextDocumentIdentifier(uri=cells[2], version=2),
+                    changes=[types.TextDocumentContentChangeWholeDocument(text=fixed_cell)])])),
+        ))
+        assert await published(client, cells[2], 2) == ()
+        client.notebook_document_did_close(types.DidCloseNotebookDocumentParams(
+            notebook_document=types.NotebookDocumentIdentifier(uri=nb_uri),
+            cell_text_documents=[types.TextDocumentIdentifier(c) for c in cells]))
+        assert await published(client, cells[4], None) == ()
+    logs = [m.message for m in client.log_messages if "nb.ipynb: " in m.message]
+    assert logs[0].endswith("nb.ipynb: 2 findings (from the cache)"), logs
+    assert any("nb.ipynb: 1 finding (linted in" in m for m in logs[1:]), logs  # after the change
+
+
 @pytest.mark.asyncio
 async def test_exit_without_shutdown_is_code_1(tmp_path: Path) -> None:
     client = Client()
