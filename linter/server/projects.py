@@ -9,8 +9,9 @@ What a user sees is then decided by the same code as on the command line
 (a test file gets the test context's rule set), suppression comments.
 
 The results cache is the command line's: same folder, same salt, and keys
-made from the bytes the document would have on disk, so a file the CLI
-linted opens with its cached result and the other way round. Reading it
+made from the bytes the document would have on disk (for a notebook: its
+cells' Python and layout, as the command line keys an .ipynb), so a file
+the CLI linted opens with its cached result and the other way round. Reading it
 costs nothing, so every lint reads it; only texts that are on disk (a
 document just opened or saved) are written to it, so that typing does not
 fill the cache with drafts.
@@ -19,6 +20,11 @@ Kernel signatures cross files as in a run: a document that launches a
 kernel it imports (`from .kernels import daxpy`) is linted with the
 signatures of the files those imports name, taken from the editor when
 they are open there and from disk otherwise.
+
+A notebook is linted as `offload-lint` lints an .ipynb file: its code
+cells as one Python text with their cell map, so findings carry the cell
+they are in; its fixes are turned back into cell texts by the same code
+that writes a fixed notebook (`Notebook.fixed_sources`).
 """
 
 from __future__ import annotations
