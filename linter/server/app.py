@@ -330,7 +330,7 @@ def build(debounce: float) -> LintServer:
         if any(f.fix is not None and f.fix.safety == "safe" for f in linted.findings) and (
             only is None or any(messages.FIX_ALL.startswith(o) for o in only)
         ):
-            fixed = await asyncio.get_running_loop().run_in_executor(ls.executor, linted.fixed)
+            fixed = await asyncio.get_running_loop().run_in_executor(ls.executor, lambda: linted.fixed)
         findings = messages.at(linted, view, start, end)
         return messages.code_actions(linted, view, state.views, findings, only, fixed)
 

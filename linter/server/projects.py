@@ -35,6 +35,7 @@ import os
 import time
 import tokenize
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -91,8 +92,13 @@ class Linted:
         except NotebookFixError:
             return None
 
+    @cached_property
     def fixed(self) -> str:
-        """The text with every safe fix applied, in rounds, as `offload-lint --fix` writes it."""
+        """The text with every safe fix applied, in rounds, as `offload-lint --fix` writes it.
+
+        Kept once computed: editors ask for code actions at every move of
+        the cursor, and each round of fixes lints the text again.
+        """
         from ..fixing import fix_text
 
         def applicable(result: FileResult) -> list[Finding]:
