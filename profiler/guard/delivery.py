@@ -138,17 +138,14 @@ def warn_at(frame: FrameType | None, violation: Violation, message: str) -> Base
     it in (the scope raises it when it ends).
     """
     site = violation.site
-    if site is None:
-        filename, lineno, module, registry, globals_ = "<unknown>", 0, None, None, None
-    else:
-        filename, lineno = site.file, site.line
-        globals_ = frame.f_globals if frame is not None else None
-        module = globals_.get("__name__") if globals_ is not None else None
-        registry = globals_.setdefault("__warningregistry__", {}) if globals_ is not None else None
-    try:
+    filename, lineno = (site.file, site.line) if site is not None else ("<unknown>", 0)
+    globals_ = frame.f_globals if frame is not None else None
+    module = globals_.get("__name__") if globals_ is not None else None
+    registry = globals_.setdefault("__warningregistry__", {}) if globals_ is not None else None
+    try:  # no module_globals: a script run as __main__ has no __spec__.loader, which 3.12 would refuse
         warnings.warn_explicit(TransferGuardWarning(message), TransferGuardWarning, filename, lineno, module,
-                               registry, module_globals=globals_)
-    except Exception as exc:  # a filter turned it into an error: that error belongs at the line too
+                               registry)
+    except Warning as exc:  # a filter turned it into an error: that error belongs at the line too
         if frame is None:
             return exc
         raise_at(frame, exc)

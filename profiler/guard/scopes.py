@@ -35,7 +35,8 @@ from offload_core.sites import Site
 from . import delivery
 from .records import Rules, Summary, TransferGuardError, Violation
 from .state import STACK, Hole, Scope
-from .watchers import FRAMES, SOURCES
+from . import watchers
+from .watchers import SOURCES
 
 F = TypeVar("F", bound=Callable[..., Any])
 LOG = logging.getLogger("offload_guard")
@@ -212,7 +213,7 @@ def _from_jax(exc: BaseException, rules: Rules, scope: Scope) -> TransferGuardEr
     frame = None
     tb = exc.__traceback__
     while tb is not None:  # the innermost user frame of the traceback
-        if not FRAMES.filter.is_library(tb.tb_frame.f_code):
+        if not watchers.FRAMES.filter.is_library(tb.tb_frame.f_code):
             frame, line = tb.tb_frame, tb.tb_lineno
         tb = tb.tb_next
     site = None if frame is None else Site(frame.f_code.co_filename, line, frame.f_code.co_name)

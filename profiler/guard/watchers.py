@@ -282,8 +282,7 @@ class Sources:
             warnings.warn(GuardSourceWarning(f"offload guard: {note}"), stacklevel=2)
             return
         warnings.warn_explicit(GuardSourceWarning(f"offload guard: {note}"), GuardSourceWarning,
-                               frame.f_code.co_filename, frame.f_lineno, frame.f_globals.get("__name__"),
-                               module_globals=frame.f_globals)
+                               frame.f_code.co_filename, frame.f_lineno, frame.f_globals.get("__name__"))
 
     @property
     def active(self) -> bool:
