@@ -64,6 +64,11 @@ class _Renumber:
         return offset
 
 
+def renumbered() -> _Renumber:
+    """A fresh renumbering of launch or region numbers, for merging runs that each counted from 0."""
+    return _Renumber(())
+
+
 def part_note(part: Part) -> str:
     """How a child ended, when that is worth saying: not a plain exit with status 0."""
     end = part.end
@@ -97,10 +102,11 @@ def merge(main: Run, main_process: Process, t0_ns: int, parts: Sequence[Part],
         if not part.rows:
             if part.end is None:
                 listed.append(Process(h.pid, h.parent, h.start, h.argv, recorded=False, name=h.name,
-                                      note="started recording and ended before writing any record (killed?)"))
+                                      note="started recording and ended before writing any record (killed?)",
+                                      rank=part.rank))
             continue
         index = len(processes)
-        processes.append(Process(h.pid, h.parent, h.start, h.argv, True, part_note(part), h.name))
+        processes.append(Process(h.pid, h.parent, h.start, h.argv, True, part_note(part), h.name, part.rank))
         launch_offset = launches.block(row[6] for row in part.rows)
         region_offset = regions.block(row[10] for row in part.rows)
         streams.append(_records(part.rows, index, t0_ns, launch_offset, region_offset, sites))

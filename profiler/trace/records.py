@@ -21,7 +21,7 @@ from offload_core.sites import Site
 
 __all__ = [
     "COPY_KINDS", "DIRECTION_NAMES", "KINDS", "MODES", "OUTCOMES", "Direction", "Kind", "Link", "Meta", "Mode",
-    "Outcome", "Process", "Record", "Site", "relative_file",
+    "Outcome", "Process", "Rank", "Record", "Site", "relative_file",
 ]
 
 DIRECTION_NAMES: Final[dict[Direction, str]] = {"h2d": "H2D", "d2h": "D2H"}
@@ -139,6 +139,32 @@ Start = Literal["main", "fork", "exec"]
 
 
 @dataclass(frozen=True)
+class Rank:
+    """Where a process stood in a distributed job: the launcher's rank variables and the device it used.
+
+    torchrun (and every launcher that follows its convention) gives each
+    worker `RANK` (0 to `WORLD_SIZE`-1 across the job), `LOCAL_RANK` (its
+    index on its machine) and `WORLD_SIZE`; a process the worker starts
+    (a DataLoader worker) inherits them and belongs to the same rank.
+    `device` is the device the rank's work ran on as its source of events
+    named it (`cuda:1`, offload_core's backend device), empty where it
+    used none. `job` tells the ranks of one launch from those of another
+    (torchrun's run id and the launcher's pid), so that traces written by
+    separate processes are merged only with their own job's.
+    """
+
+    rank: int
+    local_rank: int
+    world_size: int
+    device: str = ""
+    job: str = ""
+
+    def label(self) -> str:
+        """`rank 1/2` and the device, for headings."""
+        return f"rank {self.rank}/{self.world_size}" + (f" on {self.device}" if self.device else "")
+
+
+@dataclass(frozen=True)
 class Process:
     """One process of a recorded run: the target's own (index 0) or a child it started.
 
@@ -154,7 +180,9 @@ class Process:
     ended when that was not a normal exit (`os._exit(3)`, no end at all
     for one that was killed). `name` is what the process called itself
     (multiprocessing's process name, `Process-1`), where it had one: a
-    fork's command line is its parent's.
+    fork's command line is its parent's. `rank` is set for a process of a
+    distributed job (`Rank`): a job is the processes of one trace grouped
+    by rank (`profiler.trace.job`).
     """
 
     pid: int | None
@@ -164,6 +192,8 @@ class Process:
     recorded: bool = True
     note: str = ""
     name: str = ""
+    #: the process's place in a distributed job (`Rank`), None outside one
+    rank: Rank | None = None
 
     def label(self) -> str:
         """A short name for the process: its pid and what it ran."""
@@ -171,7 +201,8 @@ class Process:
         if len(what) > 60:
             what = what[:57] + "..."
         who = f"pid {self.pid}" if self.pid is not None else "a child"
-        return who + (f" {self.name}" if self.name else "") + (f" ({what})" if what else "")
+        where = f" {self.rank.label()}" if self.rank is not None else ""
+        return who + where + (f" {self.name}" if self.name else "") + (f" ({what})" if what else "")
 
 
 @dataclass(frozen=True)

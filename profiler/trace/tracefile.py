@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, Sequence
 from ..errors import TraceError
 from ..files import decode_json, json_type, read_input, write_atomically
 from ..units import INT64_MAX, shown
-from .records import KINDS, MODES, OUTCOMES, SCHEMA_VERSION, SINGLE_PROCESS_FIELDS, Link, Meta, Process, Record, Site
+from .records import KINDS, MODES, OUTCOMES, SCHEMA_VERSION, SINGLE_PROCESS_FIELDS, Link, Meta, Process, Rank, Record, Site
 
 if TYPE_CHECKING:
     from .columns import Columns
@@ -124,14 +124,22 @@ def both_paths(output: Path) -> tuple[Path, Path]:
 
     A `.json.gz` name keeps its `.json.gz`; a name without `.json` gets one.
     """
+    stem, ext = _stem(output)
+    return output.with_name(f"{stem}.naive{ext}"), output.with_name(f"{stem}.batched{ext}")
+
+
+def rank_path(output: Path, rank: int) -> Path:
+    """The trace of one rank of a job recorded to `output`: `job.json` -> `job.rank3.json` (as `both_paths` names)."""
+    stem, ext = _stem(output)
+    return output.with_name(f"{stem}.rank{rank}{ext}")
+
+
+def _stem(output: Path) -> tuple[str, str]:
     name = output.name
     for suffix in (".json.gz", ".json"):
         if name.endswith(suffix):
-            stem, ext = name[: -len(suffix)], suffix
-            break
-    else:
-        stem, ext = name, ".json"
-    return output.with_name(f"{stem}.naive{ext}"), output.with_name(f"{stem}.batched{ext}")
+            return name[: -len(suffix)], suffix
+    return name, ".json"
 
 
 def asdict_meta(meta: Meta) -> dict[str, Any]:
@@ -143,8 +151,16 @@ def asdict_meta(meta: Meta) -> dict[str, Any]:
         out["wall_samples_ns"] = list(meta.wall_samples_ns)
     else:  # a run recorded once: its files stay as they were
         del out["wall_samples_ns"]
-    out["processes"] = [{**dataclasses.asdict(p), "argv": list(p.argv)} for p in meta.processes]
+    out["processes"] = [_process_dict(p) for p in meta.processes]
     out["estimated"] = list(meta.estimated)
+    return out
+
+
+def _process_dict(p: Process) -> dict[str, Any]:
+    """A process as the trace stores it; `rank` only for a process of a distributed job (older files stay as they were)."""
+    out = {**dataclasses.asdict(p), "argv": list(p.argv)}
+    if p.rank is None:
+        del out["rank"]
     return out
 
 
@@ -273,7 +289,20 @@ class Reader:
         note, name = p.get("note", ""), p.get("name", "")
         if not isinstance(recorded, bool) or not isinstance(note, str) or not isinstance(name, str):
             raise self.fail(f"'{where}': recorded must be true/false, note and name strings")
-        return Process(pid, parent, start, tuple(argv), recorded, note, name)
+        rank = None if p.get("rank") is None else self.rank(p["rank"], f"{where}.rank")
+        return Process(pid, parent, start, tuple(argv), recorded, note, name, rank)
+
+    def rank(self, r: Any, where: str) -> Rank:
+        if not isinstance(r, dict):
+            raise self.fail(f"'{where}' must be an object, got {json_type(r)}")
+        numbers = [r.get(k) for k in ("rank", "local_rank", "world_size")]
+        if not all(_is_int(v) and 0 <= v <= INT64_MAX for v in numbers) or not numbers[0] < numbers[2]:
+            raise self.fail(f"'{where}': rank, local_rank and world_size must be non-negative integers, "
+                            "rank below world_size")
+        device, job = r.get("device", ""), r.get("job", "")
+        if not isinstance(device, str) or not isinstance(job, str):
+            raise self.fail(f"'{where}': device and job must be strings")
+        return Rank(numbers[0], numbers[1], numbers[2], device, job)
 
     def text_list(self, value: Any, where: str) -> list[str]:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
