@@ -65,6 +65,8 @@ class Finding:
     fix: str = ""
     #: the run's wall time, which the saving is a share of
     wall_ns: int = 0
+    #: the ranks of a distributed job that made the mistake (`profiler.analysis.ranks`); empty outside a job
+    ranks: tuple[int, ...] = ()
 
     @property
     def saving_share(self) -> float | None:
