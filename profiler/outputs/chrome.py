@@ -30,7 +30,8 @@ from ..trace.records import DIRECTION_NAMES, relative_file
 from .report import saving_text
 
 TRACKS = {"h2d": (1, "H2D copies"), "d2h": (2, "D2H copies"), "launch": (3, "kernels"), "sync": (4, "syncs"),
-          "region": (5, "regions"), "memory": (6, "device memory"), "findings": (7, "findings")}
+          "region": (5, "regions"), "memory": (6, "device memory"), "findings": (7, "findings"),
+          "d2d": (8, "device-to-device copies"), "memset": (9, "memsets"), "collective": (10, "collectives")}
 
 
 def _us(ns: int) -> float:
@@ -64,6 +65,11 @@ def _process_events(run: Run, pid: int, name: str) -> list[dict[str, Any]]:
         elif r.kind == "launch":
             out.append({"ph": "X", "cat": "launch", "name": r.kernel or "kernel", "pid": pid,
                         "tid": TRACKS["launch"][0], "ts": _us(r.start_ns), "dur": _us(r.duration_ns), "args": args})
+        elif r.kind in ("d2d", "memset", "collective"):
+            args.update(bytes=r.nbytes, device=r.device, peer=r.peer)
+            name = r.kernel or ("memset" if r.kind == "memset" else f"D2D {r.device}->{r.peer}")
+            out.append({"ph": "X", "cat": r.kind, "name": name, "pid": pid, "tid": TRACKS[r.kind][0],
+                        "ts": _us(r.start_ns), "dur": _us(r.duration_ns), "args": args})
         elif r.kind == "sync":
             out.append({"ph": "X", "cat": "sync", "name": "sync", "pid": pid, "tid": TRACKS["sync"][0],
                         "ts": _us(r.start_ns), "dur": _us(r.duration_ns), "args": args})

@@ -120,10 +120,11 @@ def _records(rows: Sequence[Row], process: int, t0_ns: int, launch_offset: int, 
              sites: _Sites) -> list[Record]:
     tag = process << ADDRESS_BITS
     out = []
-    for (kind, start, duration, nbytes, pinned, kernel, launch, param, array, site, region, mode, fp) in rows:
+    for (kind, start, duration, nbytes, pinned, kernel, launch, param, array, site, region, mode, fp, *devices) in rows:
+        device, peer = devices if devices else (None, None)  # rows of CUPTI parts name devices; offload_core's do not
         out.append(Record(kind, start - t0_ns, duration, nbytes, pinned, kernel,
                           None if launch is None else launch + launch_offset, param,
                           None if array is None else array | tag, sites.get(site),
-                          None if region is None else region + region_offset, mode, fp, process))
+                          None if region is None else region + region_offset, mode, fp, process, device, peer))
     return out
 

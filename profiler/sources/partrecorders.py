@@ -99,7 +99,7 @@ class CuptiPart:
         origin = self.recorder.origin_ns()
         rows: list[Row] = [(r.kind, r.start_ns + origin, r.duration_ns, r.nbytes, r.pinned, r.kernel, r.launch, r.param,
                             r.array, None if r.site is None else (r.site.file, r.site.line, r.site.function),
-                            r.region, r.mode, r.fingerprint) for r in run.records]
+                            r.region, r.mode, r.fingerprint, r.device, r.peer) for r in run.records]
         self.writer.write("records", rows)
         _write_rank(self.writer)
         self.writer.write("end", End(how, code))

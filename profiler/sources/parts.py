@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Literal
 
 from ..trace.records import Rank
-#: one record of a part: Record's fields in order, `start_ns` absolute, `site` a (file, line, function) tuple
+#: one record of a part: Record's fields in order up to `fingerprint` (then, from a CUPTI part, `device` and
+#: `peer`), `start_ns` absolute, `site` a (file, line, function) tuple
 Row = tuple[Any, ...]
 Tag = Literal["hello", "records", "rank", "end"]
 _LENGTH = struct.Struct("<I")

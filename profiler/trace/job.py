@@ -84,7 +84,7 @@ class Job:
         mask = np.isin(c.process, keep)
         picked = {name: getattr(c, name)[mask] for name in
                   ("kind", "start_ns", "duration_ns", "nbytes", "pinned", "kernel", "launch", "param", "array",
-                   "site", "region", "mode", "fingerprint")}
+                   "site", "region", "mode", "fingerprint", "device", "peer")}
         columns = Columns(**picked, process=renumber[c.process[mask]], kernels=c.kernels, params=c.params,
                           modes=c.modes, fingerprints=c.fingerprints, sites=c.sites)
         info = self.rank_info(rank)

@@ -41,7 +41,13 @@ class Record:
     digest of the copied host bytes, present only when the run was
     recorded with fingerprints. `process` is the index, in
     `Meta.processes`, of the process that made the event (0, the target's
-    own process, in a run of one process).
+    own process, in a run of one process). `device` is the device an
+    operation ran on and `peer` the other device of a device-to-device
+    copy (the destination; equal to `device` for a copy within one
+    device), where the source of events knows them (CUPTI, a
+    torch.distributed call on a CUDA tensor); None otherwise. A
+    `collective` record names its operation in `kernel` (`all_reduce`,
+    or the NCCL kernel) and its payload in `nbytes`.
     """
 
     kind: Kind
@@ -58,6 +64,8 @@ class Record:
     mode: str = "batched"
     fingerprint: str | None = None
     process: int = 0
+    device: int | None = None
+    peer: int | None = None
 
     @property
     def end_ns(self) -> int:
@@ -70,8 +78,10 @@ class Record:
 
 #: the field names of a record, in the order schema 1 rows and schema 2 and 3 columns store them
 RECORD_FIELDS: Final[tuple[str, ...]] = tuple(f.name for f in fields(Record))
-#: the fields schema 1 rows and schema 2 columns hold: every field but `process`, which schema 3 added
-SINGLE_PROCESS_FIELDS: Final[tuple[str, ...]] = tuple(n for n in RECORD_FIELDS if n != "process")
+#: the fields schema 1 rows and schema 2 columns hold: every field but `process` (schema 3) and `device`, `peer` (4)
+SINGLE_PROCESS_FIELDS: Final[tuple[str, ...]] = tuple(n for n in RECORD_FIELDS if n not in ("process", "device", "peer"))
+#: the kinds schema 4 added (`offload_core.kinds`): older versions cannot read their codes
+DEVICE_KINDS: Final[tuple[Kind, ...]] = ("d2d", "memset", "collective")
 
 
 @dataclass(frozen=True)
@@ -131,8 +141,9 @@ class Link:
 
 
 #: the newest trace schema this version writes; it reads every schema from 1 up to this one. Schema 3
-#: added the `process` column; a run of one process is still written as schema 2 (see `tracefile`)
-SCHEMA_VERSION: Final = 3
+#: added the `process` column; schema 4 the `device` and `peer` columns and the kinds `DEVICE_KINDS`; a
+#: run is written in the oldest schema that holds it (see `tracefile`)
+SCHEMA_VERSION: Final = 4
 
 #: how a process of a recorded run came to be: the target's own, a fork, or a fresh interpreter
 Start = Literal["main", "fork", "exec"]

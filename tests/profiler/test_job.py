@@ -135,3 +135,21 @@ def test_gating_one_rank_of_a_run_that_is_no_job_is_refused(tmp_path: Path) -> N
     assert proc.returncode == 2
     assert proc.stderr.strip() == ("offload-prof: error: --rank 0: the run is not a distributed job "
                                    "(no process has a rank)")
+
+
+def test_device_copies_memsets_and_collectives_are_kept_in_schema_4(tmp_path: Path) -> None:
+    from profiler.outputs.chrome import to_chrome
+
+    records = (Record("d2d", 0, 5, 4096, site=SITE, device=0, peer=1), Record("memset", 6, 2, 64, device=1),
+               Record("collective", 9, 30, 4, kernel="all_reduce", site=SITE, device=0), Record("h2d", 40, 5, 64))
+    run = Run(meta((Process(1),)), records)
+    data = run.to_json()
+    assert data["schema"] == 4 and {"device", "peer"} <= set(data["columns"])
+    assert Run.load(run.save(tmp_path / "t.json")) == run
+    with pytest.raises(ValueError, match="schema 4"):
+        run.to_json(schema=3)
+    plain = Run(meta((Process(1),)), (Record("h2d", 40, 5, 64),))
+    assert plain.to_json()["schema"] == 2, "a run without them stays readable by older versions"
+    events = to_chrome([run])["traceEvents"]
+    assert [(e["cat"], e["name"]) for e in events if e.get("cat") in ("d2d", "memset", "collective")] == [
+        ("d2d", "D2D 0->1"), ("memset", "memset"), ("collective", "all_reduce")]

@@ -77,10 +77,14 @@ HOST_EXECUTED: Final = frozenset({"numpy"})
 #: stands for "never": a lane or stream with nothing on it yet
 NEVER: Final = -(1 << 62)
 
+# device-to-device copies, memsets and collectives run on the device beside kernels (a collective of a
+# host backend such as gloo holds the host, as everything does on a host-executed backend)
 _ROLE_OF_KIND = {"h2d": DEVICE, "d2h": DEVICE, "launch": DEVICE, "sync": WAIT, "alloc": HOST, "free": HOST,
-                 "region_enter": HOST, "region_exit": MARKER}
+                 "region_enter": HOST, "region_exit": MARKER, "d2d": DEVICE, "memset": DEVICE, "collective": DEVICE}
+_ENGINE_OF_KIND = np.array([ENGINES.get(k, ENGINES["launch"] if _ROLE_OF_KIND[k] == DEVICE else -1) for k in KINDS],
+                           dtype=np.int8)
 _ROLES = np.array([_ROLE_OF_KIND[k] for k in KINDS], dtype=np.int8)
-_ENGINE_OF_KIND = np.array([ENGINES.get(k, -1) for k in KINDS], dtype=np.int8)
+_ASYNC = [KINDS.index(k) for k in ("launch", "d2d", "memset", "collective")]
 
 
 @dataclass(frozen=True, eq=False)
@@ -132,7 +136,7 @@ class Timeline:
         starts = c.start_ns.tolist()
         durations = c.duration_ns.tolist()
         host_run = run.meta.backend in HOST_EXECUTED
-        blocking = (np.ones(n, dtype=bool) if host_run else (c.kind != KINDS.index("launch")) & ~c.pinned).tolist()
+        blocking = (np.ones(n, dtype=bool) if host_run else ~np.isin(c.kind, _ASYNC) & ~c.pinned).tolist()
         return _infer(roles, engines, starts, durations, blocking, run.meta.wall_ns, _joined(run).tolist())
 
 
