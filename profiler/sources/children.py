@@ -57,6 +57,7 @@ from typing import Any, Callable, Literal
 from .handover import ENV, STARTUP, Settings, Source, popen_command, popen_env, unrecordable
 from .partrecorders import CuptiPart, EventPart, argv
 from .parts import Part, Unrecorded, write_unrecorded
+from . import collectives
 from .postimport import PostImport
 
 #: top-level packages whose import starts a CUPTI recording in a child
@@ -215,6 +216,7 @@ def install_hooks() -> None:
     atexit.register(_at_exit)
     os._exit = _os_exit
     _wrap_popen()
+    collectives.install()
 
 
 def _wrap_popen() -> None:
