@@ -8,7 +8,8 @@ collectives is left out, because a collective lasts until the last rank
 arrives: the rank that makes the others wait spends the least time there.
 
 Findings are found per rank (a mistake in a training loop is made by
-every rank) and then folded: findings of one rule at one line with equal
+every rank), then the rules that need the ranks side by side run on the
+job's trace (`detectors.distributed`), and the ranks' findings are folded: findings of one rule at one line with equal
 counts and bytes on several ranks are one finding naming those ranks,
 whose time lost adds up over them and whose expected saving is the
 largest of theirs (ranks run side by side, so the job saves what its
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from ..trace.job import Job
 from ..trace.records import Link
-from .summary import Totals, totals
+from .summary import Flow, Totals, totals
 
 if TYPE_CHECKING:
     from .detectors import Finding
@@ -41,6 +42,8 @@ class RankSummary:
     busy_ns: int
     #: end of the rank's last recorded operation, on the job's clock
     end_ns: int
+    #: the rank's collectives: how many, their payload, their time (mostly waiting for the other ranks)
+    collectives: Flow = Flow()
 
 
 @dataclass(frozen=True)
@@ -78,8 +81,10 @@ def summarise(job: Job, link: Link | None = None) -> JobSummary:
         t = totals(run, link)
         c = run.columns
         end = int((c.start_ns + c.duration_ns).max()) if len(c) else 0
+        met = c.kind_mask("collective")
+        collectives = Flow(int(met.sum()), int(c.nbytes[met].sum()), int(c.duration_ns[met].sum()))
         rows.append(RankSummary(rank, job.rank_info(rank).device, len(run.meta.processes), t,
-                                t.h2d.ns + t.d2h.ns + t.launches.ns + t.syncs.ns, end))
+                                t.h2d.ns + t.d2h.ns + t.launches.ns + t.syncs.ns, end, collectives))
     return JobSummary(tuple(rows), totals(job.run, link), job.world_size, job.missing)
 
 
@@ -92,7 +97,7 @@ def job_findings(job: Job, link: Link | None = None, per_rank: dict[int, Sequenc
     """
     import numpy as np
 
-    from .detectors import detect
+    from .detectors import detect, detect_job_rules
     from .detectors.base import rank as order
 
     of_records = job.rank_of_records()
@@ -106,7 +111,8 @@ def job_findings(job: Job, link: Link | None = None, per_rank: dict[int, Sequenc
             key = (f.code, f.site, f.count, f.nbytes)
             held = folded.get(key)
             folded[key] = mine if held is None else _fold(held, mine)
-    return sorted(folded.values(), key=order)
+    claimed = frozenset(i for f in folded.values() for i in f.records)
+    return sorted([*folded.values(), *detect_job_rules(job, link=link, claimed=claimed)], key=order)
 
 
 def _fold(a: Finding, b: Finding) -> Finding:

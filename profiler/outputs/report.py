@@ -187,16 +187,18 @@ def ranks_lines(run: Run, link: Link | None) -> list[str]:
     if job is None:
         return []
     s = summarise(job, link)
-    head = ["rank", "device", "H2D", "D2H", "launches", "syncs", "busy", "last end"]
+    head = ["rank", "device", "H2D", "D2H", "launches", "syncs", "collectives", "busy", "in collectives", "last end"]
     rows = []
     for r in s.ranks:
-        t = r.totals
+        t, met = r.totals, r.collectives
         rows.append([str(r.rank), r.device or "-", f"{t.h2d.count} / {fmt_bytes(t.h2d.nbytes)}",
                      f"{t.d2h.count} / {fmt_bytes(t.d2h.nbytes)}", str(t.launches.count), str(t.syncs.count),
-                     fmt_ns(r.busy_ns), fmt_ns(r.end_ns)])
+                     f"{met.count} / {fmt_bytes(met.nbytes)}", fmt_ns(r.busy_ns), fmt_ns(met.ns), fmt_ns(r.end_ns)])
     j = s.job
+    met = sum((r.collectives for r in s.ranks), Flow())
     rows.append(["job", "-", f"{j.h2d.count} / {fmt_bytes(j.h2d.nbytes)}", f"{j.d2h.count} / {fmt_bytes(j.d2h.nbytes)}",
-                 str(j.launches.count), str(j.syncs.count), fmt_ns(sum(r.busy_ns for r in s.ranks)), fmt_ns(j.wall_ns)])
+                 str(j.launches.count), str(j.syncs.count), f"{met.count} / {fmt_bytes(met.nbytes)}",
+                 fmt_ns(sum(r.busy_ns for r in s.ranks)), fmt_ns(met.ns), fmt_ns(j.wall_ns)])
     lines = ["", f"ranks ({len(s.ranks)} of world size {s.world_size})", *table(rows, head)]
     lines.append(slowest_line(s))
     if s.missing:

@@ -103,8 +103,10 @@ def test_report_shows_a_rank_table_the_slowest_rank_and_findings_with_their_rank
     lines = proc.stdout.splitlines()
     start = lines.index("ranks (2 of world size 2)")
     rows = [line.split() for line in lines[start + 2: start + 5]]
+    # rank, device, H2D count / bytes, D2H count / bytes, launches, syncs, collectives count / bytes, ...
     assert [row[:3] for row in rows] == [["0", "cpu", "6"], ["1", "cpu", "12"], ["job", "-", "18"]]
-    assert [row[6] for row in rows] == ["3", "6", "9"]  # launches
+    assert [(row[6], row[10], row[11], row[12]) for row in rows] == [
+        ("3", "3", "3", "0"), ("6", "6", "6", "0"), ("9", "9", "9", "0")]
     assert lines[start + 5].startswith("slowest  rank ")
     found = [line for line in lines if ": OFF501 " in line]
     assert len(found) == 2, "the ranks launched a different number of times: one finding each"

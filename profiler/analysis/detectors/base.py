@@ -207,7 +207,7 @@ class Context:
 #: the fix each rule's message advises, in a few words
 FIX_ACTIONS: dict[str, str] = {"OFF502": "upload once", "OFF506": "copy back once", "OFF501": "keep resident",
                                "OFF503": "keep resident", "OFF504": "page-lock", "OFF505": "pack",
-                               "OFF507": "drop sync"}
+                               "OFF507": "drop sync", "OFF509": "reduce once"}
 
 
 def rank(f: Finding) -> tuple[int, int, int, int, str, str]:
