@@ -182,7 +182,8 @@ def convert(capture: Capture, mode: str = "batched",
                                   device=a.device))
         elif isinstance(a, Copy) and a.direction in ("d2d", "p2p"):
             records.append(Record("d2d", a.start - t0, max(a.end - a.start, 0), a.nbytes, site=site, mode=mode,
-                                  device=a.device, peer=a.device if a.peer is None else a.peer))
+                                  device=a.device, peer=a.peer if a.peer is not None else
+                                  a.device if a.direction == "d2d" else None))  # a p2p memcpy record names no peer
         elif isinstance(a, Sync):
             records.append(Record("sync", a.start - t0, max(a.end - a.start, 0), site=site, mode=mode))
         elif isinstance(a, Copy):
