@@ -214,3 +214,22 @@ def test_torchrun_with_gloo_on_the_cpu(tmp_path: Path) -> None:
     assert (tmp_path / "job.rank0.json").exists() and (tmp_path / "job.rank1.json").exists()
     gate = prof("gate", "job.json", "--baseline", "job.json", "--rank", "1", cwd=tmp_path)
     assert gate.returncode == 0, gate.stdout + gate.stderr
+
+
+def test_merge_joins_the_ranks_traces_and_refuses_what_is_no_rank_of_the_job(job: Path, tmp_path: Path) -> None:
+    ranks = [str(job / "job.rank0.json"), str(job / "job.rank1.json")]
+    proc = prof("merge", *ranks, "-o", "merged/job.json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "wrote merged/job.json (2 rank(s) of world size 2)" in proc.stderr
+    merged = Run.load(tmp_path / "merged" / "job.json")
+    assert launches_per_rank(merged) == {0: 3, 1: 6}
+    one = prof("merge", ranks[1], "-o", "one.json", cwd=tmp_path)
+    assert one.returncode == 0 and "no trace of rank(s) 0" in one.stderr
+    twice = prof("merge", ranks[0], ranks[0], "-o", "x.json", cwd=tmp_path)
+    assert twice.returncode == 2 and "rank 0 again" in twice.stderr
+    whole = prof("merge", str(job / "job.json"), "-o", "x.json", cwd=tmp_path)
+    assert whole.returncode == 2 and "holds 2 ranks already" in whole.stderr
+    plain = prof("merge", str(Path(__file__).resolve().parents[1] / "data" / "stencil.naive.json"), "-o", "x.json",
+                 cwd=tmp_path)
+    assert plain.returncode == 2 and "not the trace of a rank" in plain.stderr
+    assert all(len(p.stderr.strip().splitlines()) == 1 for p in (twice, whole, plain))
