@@ -34,6 +34,9 @@ TRACKS = {"h2d": (1, "H2D copies"), "d2h": (2, "D2H copies"), "launch": (3, "ker
           "d2d": (8, "device-to-device copies"), "memset": (9, "memsets"), "collective": (10, "collectives")}
 
 
+_DEVICE_TRACKS = ("d2d", "memset", "collective")
+
+
 def _us(ns: int) -> float:
     return ns / 1000.0
 
@@ -43,7 +46,10 @@ def _process_events(run: Run, pid: int, name: str) -> list[dict[str, Any]]:
         {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": name}},
         {"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": pid}},
     ]
-    for tid, label in TRACKS.values():
+    present = {r.kind for r in run.records} if any(r.kind in _DEVICE_TRACKS for r in run.records) else set()
+    for kind, (tid, label) in TRACKS.items():
+        if kind in _DEVICE_TRACKS and kind not in present:
+            continue  # the tracks of device-side work appear only in runs that have some
         out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": label}})
         out.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "args": {"sort_index": tid}})
     cwd = run.meta.cwd

@@ -148,7 +148,10 @@ def finding_line(f: Finding, cwd: str) -> str:
 def findings_lines(run: Run, findings: Sequence[Finding]) -> list[str]:
     lines = [f"  {finding_line(f, run.meta.cwd)}" for f in findings] or ["  none"]
     if not run.meta.fingerprints:
-        lines.append(f"  note: {' and '.join(needs_fingerprints)} compare copied contents and were skipped: "
+        # OFF508 follows contents across the ranks of a job: only a job misses it
+        skipped = [code for code in needs_fingerprints if code != "OFF508" or job_of(run) is not None]
+        named = " and ".join([", ".join(skipped[:-1]), skipped[-1]] if len(skipped) > 1 else skipped)
+        lines.append(f"  note: {named} compare copied contents and were skipped: "
                      "this run was recorded with --no-fingerprints")
     return lines
 
