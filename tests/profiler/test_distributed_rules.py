@@ -212,3 +212,18 @@ def test_catalog_example_under_torchrun(tmp_path: Path, rule, kind: str, n: int,
         [f.message for f in got]
     for f in got:
         assert f.site is not None and f.site.file == str(path) and f.ranks and f.count > 0
+
+
+def test_a_rank_that_uses_only_pytorch_records_its_collectives(tmp_path: Path) -> None:
+    (tmp_path / "metric.py").write_text(
+        "import numpy as np\nimport torch\nimport torch.distributed as dist\n\n"
+        "m = torch.from_numpy(np.zeros(2, dtype=np.float64))\n"
+        "for step in range(4):\n    dist.all_reduce(m)\n")
+    proc = prof("run", "-o", "job.json", "--", str(LAUNCHER), "2", "metric.py", cwd=tmp_path, PYTHONPATH=str(STANDIN))
+    assert proc.returncode == 0, proc.stderr
+    run = Run.load(tmp_path / "job.json")
+    ranks = [p.rank.rank if p.rank else -1 for p in run.meta.processes]
+    assert Counter((ranks[r.process], r.kind, r.nbytes, r.site.line) for r in run.records) == {  # type: ignore[union-attr]
+        (0, "collective", 16, 7): 4, (1, "collective", 16, 7): 4}
+    (f,) = findings(run, "OFF509")
+    assert f.ranks == (0, 1) and f.count == 4
