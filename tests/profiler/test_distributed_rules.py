@@ -232,3 +232,14 @@ def test_a_rank_that_uses_only_pytorch_records_its_collectives(tmp_path: Path) -
         (0, "collective", 16, 7): 4, (1, "collective", 16, 7): 4}
     (f,) = findings(run, "OFF509")
     assert f.ranks == (0, 1) and f.count == 4
+
+
+def test_a_torch_call_holds_the_host_and_an_nccl_kernel_runs_on_the_device_in_the_replay() -> None:
+    from profiler.analysis.replay import Timeline
+    from profiler.analysis.replay.timeline import DEVICE, HOST
+
+    run = job(Record("collective", 0, 50_000, 4, kernel="all_reduce", site=site(30), process=0),
+              Record("collective", 60_000, 40_000, 0, kernel="ncclDevKernel_AllReduce_Sum_f32_RING_LL", process=0),
+              Record("d2d", 120_000, 10_000, 4096, device=0, peer=1, process=0),
+              Record("memset", 140_000, 1_000, 64, device=0, process=0))
+    assert Timeline.of(run).role == [HOST, DEVICE, DEVICE, DEVICE]
