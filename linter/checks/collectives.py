@@ -16,7 +16,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..context import FileContext
-from ..model import IndexedCall, Loop
+from ..model import Loop
 from .registry import check
 
 #: torch.distributed's collectives whose first argument is the tensor reduced (or sent) in place
@@ -65,4 +65,4 @@ def _is(node: cst.BaseExpression, name: str) -> bool:
     return isinstance(node, cst.Name) and node.value == name
 
 
-__all__ = ["COLLECTIVES", "IndexedCall", "collective_for_metric"]
+__all__ = ["COLLECTIVES", "collective_for_metric"]
