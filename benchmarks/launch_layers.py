@@ -27,7 +27,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -40,20 +40,7 @@ from offload_core.events import BUS, callsite  # noqa: E402
 from profiler.sources.recorder import Recorder  # noqa: E402
 
 from launch import N, RAW, SOURCE  # noqa: E402  (the same kernel as launch.py)
-
-
-def per_call_us(fn: Callable[[], Any], sync: Callable[[], None], calls: int, repeats: int) -> float:
-    for _ in range(200):
-        fn()
-    sync()
-    samples = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        sync()
-        samples.append((time.perf_counter() - t0) / calls * 1e6)
-    return statistics.median(samples)
+from launch import per_launch_us as per_call_us  # noqa: E402  (and the same timing loop)
 
 
 def main() -> int:
