@@ -106,7 +106,7 @@ class Verdict:
                     f"({self.copies:,} copies, {fmt_bytes(self.copy_bytes)})")
         wanted = ("wait",) if self.kind == "sync-bound" else ("host", "start-up", "end")
         top = next((c for c in self.causes if c.reason in wanted), None)
-        where = "" if top is None else "; most " + _cause_text(top, cwd)
+        where = "" if top is None else "; most " + cause_text(top, cwd)
         if self.kind == "sync-bound":
             return (f"the device sat idle {self._pct(self.wait_idle_ns)} of the wall time after the host waited for it "
                     f"({self.syncs:,} syncs){where}")
@@ -128,7 +128,7 @@ class Verdict:
                 f"syncs {100 * self.share(self.sync_ns):.0f}% of {fmt_ns(self.wall_ns)}; {self.evidence(cwd)}")
 
 
-def _cause_text(cause: IdleCause, cwd: str) -> str:
+def cause_text(cause: IdleCause, cwd: str) -> str:
     """`after app.py:9 (30 ms, 10 times)`, `before the first device operation (start-up, 41 ms)`."""
     if cause.reason == "start-up":
         return f"before the first device operation (start-up, {fmt_ns(cause.ns)})"
