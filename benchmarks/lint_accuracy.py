@@ -233,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="linter worker processes")
     p.add_argument("--json", type=Path, metavar="OUT", help="also write every finding and its verdict as JSON")
     p.add_argument("--runs", nargs="+", choices=sorted(RUNS), default=sorted(RUNS), help="configurations to score")
+    p.add_argument("--markdown", type=Path, metavar="OUT",
+                   help="also write the judged unknown findings as a Markdown table (file:line, rule, verdict, why)")
     args = p.parse_args(argv)
     records = load_records(args.manifest)
     judged = {(r["repo"], r["path"], r["line"], rule_of(r)): r for r in load_records(args.judged)} if args.judged else {}
@@ -244,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = {repo: count_lines(tree_of(args.trees, repo)) for repo in repos}
     total_lines = sum(lines.values())
     dump: dict[str, Any] = {}
+    markdown: list[str] = []
     for run in args.runs:
         found: list[Found] = []
         wall = 0.0
@@ -272,9 +275,23 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  [{verdict}] {f.repo} {f.path}:{f.line} {f.rule} {f.message[:110]}")
         dump[run] = [dict(f.__dict__, verdict=v) for f, v in unknown]
         dump[run + " missed"] = missed
+        markdown += judged_table(run, unknown, judged)
     if args.json:
         args.json.write_text(json.dumps(dump, indent=1) + "\n")
+    if args.markdown:
+        args.markdown.write_text("\n".join(markdown) + "\n")
     return 0
+
+
+def judged_table(run: str, unknown: list[tuple[Found, str]], judged: dict[tuple, dict[str, Any]]) -> list[str]:
+    """The findings of a run that the manifest does not know, with their judgement and its reason."""
+    out = [f"### Run `{run}`: {len(unknown)} findings the manifest does not know", "",
+           "| repository | file:line | rule | verdict | why |", "|---|---|---|---|---|"]
+    for f, verdict in sorted(unknown, key=lambda item: item[0].key):
+        reason = judged.get(f.key, {}).get("reason", "not judged yet").replace("|", "\\|").replace("\n", " ")
+        where = f"{f.path}:{f.line}" if f.cell is None else f"{f.path}:cell {f.cell}:{f.line}"
+        out.append(f"| {f.repo} | `{where}` | {f.rule} | {verdict} | {reason} |")
+    return out + [""]
 
 
 if __name__ == "__main__":
