@@ -31,7 +31,7 @@ from ..report import (
     compare_rows, compare_sites, exact_sentence, modelled_clause, ratio_sentence, run_names, saving_text)
 from .parts import (
     Where, file_where, findings_html, sites_html, suffix, table_html, totals_html, verdict_html)
-from .timeline import timeline_data
+from .timeline import EXACT_LIMIT, timeline_data
 
 _HERE = Path(__file__).resolve().parent
 
@@ -59,8 +59,13 @@ def named(runs: Sequence[Run], paths: Sequence[str], analysed: Sequence[tuple[Se
     return [Analysed(run, path, name, tuple(f), v) for run, path, name, (f, v) in zip(runs, paths, names, analysed)]
 
 
-def render_page(runs: Sequence[Analysed], *, link: Link | None = None, top: int = 10) -> str:
-    """The whole page for one run or two (the second compared with the first)."""
+def render_page(runs: Sequence[Analysed], *, link: Link | None = None, top: int = 10,
+                exact_limit: int = EXACT_LIMIT) -> str:
+    """The whole page for one run or two (the second compared with the first).
+
+    A timeline of at most `exact_limit` operations is drawn from its
+    operations at once; a larger one from its overview until zoomed in.
+    """
     if not 1 <= len(runs) <= 2:
         raise ValueError("the HTML report shows one run or two")
     first = runs[0].run
@@ -71,7 +76,8 @@ def render_page(runs: Sequence[Analysed], *, link: Link | None = None, top: int 
     data = []
     for index, a in enumerate(runs):
         body.append(_run_section(a, link, top, index))
-        data.append(timeline_data(a.run, a.name, file_where(a.run.meta.cwd), _marks(a)).as_json())
+        data.append({**timeline_data(a.run, a.name, file_where(a.run.meta.cwd), _marks(a)).as_json(),
+                     "exact": exact_limit})
     # "</" cannot close the data's script element: site labels are the user's text
     payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
     return ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

@@ -1,13 +1,14 @@
 // offload-prof's HTML report: draws each run's timeline from the JSON in #timeline-data (profiler/outputs/html/timeline.py).
 //
-// The first picture comes from each lane's overview (one busy byte per slice of the wall time), whatever the
-// trace's size; the packed per-operation columns are decoded only when the reader zooms in past the overview's
-// resolution or points at an operation. Each container says what it drew in data- attributes (data-mode,
+// A large run's first picture comes from each lane's overview (one busy byte per slice of the wall time), whatever
+// its size; its packed per-operation columns are decoded only when the reader zooms in past the overview's
+// resolution or points at an operation. A run of at most `exact` operations is drawn from them at once. Each container says what it drew in data- attributes (data-mode,
 // data-busy-px, data-view), and the page sets data-timeline="drawn" on <html> once every timeline is on screen.
 (function () {
   "use strict";
   var LANE_H = 26, TOP = 14, AXIS = 20, LABEL_W = 132;
   var COLORS = { h2d: "#2f6fdf", d2h: "#d9572b", launch: "#2e9d55", sync: "#8a4fc9" };
+  var ONE = { h2d: "H2D copy", d2h: "D2H copy", launch: "kernel", sync: "sync" };
   var TYPES = { u1: Uint8Array, u2: Uint16Array, u4: Uint32Array, f8: Float64Array };
   var source = document.getElementById("timeline-data");
   if (!source) return;
@@ -158,7 +159,7 @@
     for (var steps = 0; i >= 0 && steps < 5000; i--, steps++) {
       var s = ev._start[i], e = s + ev._duration[i];
       if (e + slack >= at) {
-        var what = lane.label.replace(/s$/, "") + " at " + fmtNs(s * tick) + ", " + fmtNs(ev._duration[i] * tick);
+        var what = ONE[lane.kind] + " at " + fmtNs(s * tick) + ", " + fmtNs(ev._duration[i] * tick);
         if (ev._nbytes) what += ", " + fmtBytes(ev._nbytes[i]);
         return what + "\n" + run.sites[ev._site[i]];
       }
@@ -174,7 +175,8 @@
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.clearRect(0, 0, cssW, H);
     var t0 = this.view[0], t1 = this.view[1], span = t1 - t0;
-    this.mode = span / width >= run.wall / run.bins ? "overview" : "events";
+    var operations = run.lanes.reduce(function (n, lane) { return n + lane.count; }, 0);
+    this.mode = operations <= run.exact || span / width < run.wall / run.bins ? "events" : "overview";
     ctx.font = "12px system-ui, sans-serif"; ctx.textBaseline = "middle";
     var busyPx = [];
     for (var i = 0; i < run.lanes.length; i++) {

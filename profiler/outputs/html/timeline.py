@@ -15,8 +15,10 @@ built with NumPy reductions:
   unsigned 32-bit number each; the call site as an index into the run's
   site labels in the narrowest unsigned type that holds it; bytes for
   copies as 32-bit or, past 4 GB, 64-bit floats), each base64-encoded.
-  The page decodes them only when the reader zooms in or points at an
-  operation, and then bins the visible window per pixel itself.
+  The page draws from them directly when the run has at most
+  `EXACT_LIMIT` operations (decoding that many costs milliseconds), and
+  otherwise only when the reader zooms in past the overview's slices or
+  points at an operation; it then bins the visible window per pixel.
 
 The tick is the smallest whole number of nanoseconds that fits the wall
 time into 32 bits (1 ns for runs up to 4.29 s), so every start and end
@@ -37,8 +39,10 @@ from ...trace.records import KINDS, Kind, Site
 #: the lanes, top to bottom, and their labels
 LANES: Final[tuple[tuple[Kind, str], ...]] = (
     ("h2d", "H2D copies"), ("d2h", "D2H copies"), ("launch", "kernels"), ("sync", "syncs"))
-#: slices of the wall time in the overview (the page resamples them to its width)
-OVERVIEW_BINS: Final = 1024
+#: slices of the wall time in the overview (the page resamples them to its width; finer than a wide screen's pixels)
+OVERVIEW_BINS: Final = 4096
+#: runs with at most this many operations are drawn from their operations from the start
+EXACT_LIMIT: Final = 200_000
 _U32: Final = 2**32 - 1
 
 

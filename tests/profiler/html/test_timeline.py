@@ -67,7 +67,7 @@ def test_copies_over_4_gb_are_packed_as_doubles_and_long_runs_in_coarser_ticks()
     assert _decode(d2h.duration, "<u4").tolist() == [2**20 // 4]
     doc = data.as_json()
     assert doc["marks"] == [[2**33, "OFF501 app.py:4"]] and doc["lanes"][1]["nbytesType"] == "f8"
-    assert doc["wall"] == wall and doc["tick"] == 4 and doc["bins"] == 1024
+    assert doc["wall"] == wall and doc["tick"] == 4 and doc["bins"] == 4096
 
 
 def test_an_empty_run_has_empty_lanes() -> None:
