@@ -1,0 +1,141 @@
+"""`%load_ext profiler` and `%%offload_prof` in a real notebook, executed by nbclient in a real IPython kernel.
+
+The notebook runs on the NumPy backend: a naive loop (a copy each way per
+launch), the same loop in a region, a cell that raises, and bad options;
+the assertions read what the kernel produced, as Jupyter would show it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..html.dom import cells, parse
+
+nbformat = pytest.importorskip("nbformat", reason="nbformat is not installed (pip install -e '.[test]')")
+nbclient = pytest.importorskip("nbclient", reason="nbclient is not installed (pip install -e '.[test]')")
+pytest.importorskip("ipykernel", reason="ipykernel is not installed (pip install -e '.[test]')")
+
+SETUP = """\
+import numpy as np
+from offload_core import In, InOut, kernel, offload, region
+
+@kernel
+def daxpy(y: InOut, x: In, a: float) -> None:
+    y += a * x
+
+def step(y, x):
+    offload(daxpy, y, x, 2.0)
+
+x = np.ones(1_000_000)
+y = np.zeros_like(x)"""
+
+CELLS = [
+    "%load_ext profiler",
+    SETUP,
+    "%%offload_prof --mode naive -o naive.json\nfor _ in range(30):\n    offload(daxpy, y, x, 2.0)\nsteps = 30",
+    "%%offload_prof\nwith region(x, y):\n    for _ in range(30):\n        step(y, x)",
+    "%%offload_prof --mode naive\nstep(y, x)\nraise ValueError('stop here')",
+    "%%offload_prof --top 0\npass",
+    "%%offload_prof --source nothing\npass",
+    "import offload_core\nprint(offload_core.get_mode(), steps)",
+]
+
+
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Any], Path]:
+    folder = tmp_path_factory.mktemp("notebook")
+    # a kernel spec of this interpreter, so the kernel imports this checkout whatever else Jupyter has installed
+    spec = folder / "jupyter" / "kernels" / "offload-test"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "offload-guard tests", "language": "python",
+        "env": {"OFFLOAD_BACKEND": "numpy", "OFFLOAD_MODE": "batched"}}))
+    mp = pytest.MonkeyPatch()
+    mp.setenv("JUPYTER_PATH", str(folder / "jupyter"))
+    mp.setenv("JUPYTER_PLATFORM_DIRS", "1")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(src) for src in CELLS]
+    try:
+        client = nbclient.NotebookClient(nb, timeout=300, kernel_name="offload-test", allow_errors=True,
+                                         resources={"metadata": {"path": str(folder)}})
+        client.execute()
+    finally:
+        mp.undo()
+    nbformat.write(nb, folder / "executed.ipynb")
+    return [c.outputs for c in nb.cells], folder
+
+
+def _html(outputs: list[Any]) -> str:
+    found = [o["data"]["text/html"] for o in outputs if o.get("output_type") in ("execute_result", "display_data")
+             and "text/html" in o.get("data", {})]
+    assert len(found) == 1, outputs
+    return str(found[0])
+
+
+def _errors(outputs: list[Any]) -> list[Any]:
+    return [o for o in outputs if o.get("output_type") == "error"]
+
+
+def test_the_extension_loads_quietly(executed: tuple[list[Any], Path]) -> None:
+    outputs, _ = executed
+    assert outputs[0] == [] and outputs[1] == []
+
+
+def test_a_naive_cell_shows_its_verdict_call_sites_and_findings(executed: tuple[list[Any], Path]) -> None:
+    outputs, folder = executed
+    assert not _errors(outputs[2])
+    page = parse(_html(outputs[2]))
+    assert "offload-prof: cell In[3]" in page.tags("h3")[0].text
+    assert page.by_id("verdict").attrs["data-kind"] == "transfer-bound"
+    site = cells(page.by_id("site-1"))
+    assert site[1:4] == ["Cell In[3], line 3", "offload(daxpy, y, x, 2.0)", "60 / 480 MB"]
+    assert site[4] == "30 / 240 MB"
+    codes = [page.by_id(i).attrs["data-code"] for i in page.ids("finding-")]
+    assert codes[0] == "OFF501"
+    first = cells(page.by_id("finding-1"))
+    assert first[0].startswith("saves ") and first[2] == "Cell In[3], line 3" and first[3] == "keep resident"
+    assert int(page.by_id("finding-1").attrs["data-saving-ns"]) > 0
+    # the cell's value also prints as the text report, and -o saved the trace
+    text = next(o["data"]["text/plain"] for o in outputs[2] if o.get("output_type") == "execute_result")
+    assert text.startswith("trace    naive.json") and "findings (" in text
+    trace = json.loads((folder / "naive.json").read_text())
+    assert trace["meta"]["mode"] == "naive" and trace["meta"]["argv"] == ["In[3]"]
+
+
+def test_a_batched_cell_copies_once_and_names_the_function_in_an_earlier_cell(executed: tuple[list[Any], Path]) -> None:
+    outputs, _ = executed
+    page = parse(_html(outputs[3]))
+    assert not page.ids("finding-") and "no findings" in page.by_id("site-1").text + _html(outputs[3])
+    site = cells(page.by_id("site-1"))
+    assert site[1] == "Cell In[4], line 2" and site[3] == "2 / 16 MB" and site[4] == "1 / 8 MB"
+    assert "30 launches in 1 region" in page.by_id("wall").text
+
+
+def test_a_cell_that_raises_shows_its_traceback_and_what_ran(executed: tuple[list[Any], Path]) -> None:
+    outputs, _ = executed
+    errors = _errors(outputs[4])
+    assert [e["ename"] for e in errors] == ["ValueError"]
+    page = parse(_html(outputs[4]))
+    assert "it raised: the report covers what ran" in page.tags("h3")[0].text
+    site = cells(page.by_id("site-1"))
+    assert site[1] == "Cell In[2], line 9 in step" and site[3] == "2 / 16 MB"
+
+
+@pytest.mark.parametrize("index, message", [(5, "--top must be at least 1, got 0"), (6, "argument --source: invalid choice")])
+def test_bad_options_are_one_line_usage_errors(executed: tuple[list[Any], Path], index: int, message: str) -> None:
+    outputs, _ = executed
+    # IPython shows a UsageError as one line on stderr, without a traceback
+    assert [(o["output_type"], o.get("name")) for o in outputs[index]] == [("stream", "stderr")]
+    text = outputs[index][0]["text"]
+    assert text.startswith("UsageError: ") and message in text and text.count("\n") == 1
+
+
+def test_the_mode_is_restored_and_the_cells_variables_stay(executed: tuple[list[Any], Path]) -> None:
+    outputs, _ = executed
+    assert [o.get("text") for o in outputs[7]] == ["batched 30\n"]
