@@ -94,7 +94,7 @@ def cell_html(a: Analysed, *, where: Where, link: Link | None = None, top: int =
     t = totals(run, link)
     head = f"<h3>{escape(title)}</h3>" if title else ""
     return (f"<div class=\"offload-prof\"><style>{asset('report.css')}</style>{head}"
-            f"{verdict_html(a.verdict, run.meta.cwd)}"
+            f"{verdict_html(a.verdict, run.meta.cwd, where=where)}"
             f"<p class=\"meta\" id=\"wall\">{_wall_sentence(run, t.wall_ns, t.copies.ns, t.launches.count, t.regions)}</p>"
             f"{_link_note(link, run)}"
             f"<h3>Totals</h3>{totals_html(t, link)}"

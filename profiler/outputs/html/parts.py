@@ -58,8 +58,11 @@ def _pct(share: float) -> str:
     return f"{100 * share:.0f}%"
 
 
-def verdict_html(v: Verdict | None, cwd: str, name: str = "") -> str:
-    """The run's verdict: its kind, the sentence of figures, the wall time split four ways, the lines behind idle time."""
+def verdict_html(v: Verdict | None, cwd: str, name: str = "", where: Where | None = None) -> str:
+    """The run's verdict: its kind, the sentence of figures, the wall time split four ways, the lines behind idle time.
+
+    Lines are `app.py:12` relative to `cwd`, or as `where` names them (a notebook's cells).
+    """
     heading = f"<h2>Verdict{': ' + escape(name) if name else ''}</h2>"
     if v is None:
         return (f'<section class="verdict" id="verdict{suffix(name)}" data-kind="none">{heading}'
@@ -72,11 +75,11 @@ def verdict_html(v: Verdict | None, cwd: str, name: str = "") -> str:
     legend = "".join(
         f'<li><i class="part {cls}"></i>{label} <b>{_pct(v.share(figures[cls]))}</b> ({fmt_ns(figures[cls])})</li>'
         for cls, label in VERDICT_PARTS)
-    causes = "".join(f"<li>{escape(cause_text(c, cwd))}</li>" for c in v.causes)
+    causes = "".join(f"<li>{escape(cause_text(c, cwd, where))}</li>" for c in v.causes)
     idle = f'<p class="sub">device idle time, largest first</p><ul class="causes">{causes}</ul>' if causes else ""
     return (f'<section class="verdict" id="verdict{suffix(name)}" data-kind="{v.kind}">{heading}'
             f'<p class="kind {v.kind}">{v.kind}</p>'
-            f'<p class="summary">{escape(v.summary(cwd).split(": ", 1)[1])}</p>'
+            f'<p class="summary">{escape(v.summary(cwd, where).split(": ", 1)[1])}</p>'
             f'<div class="split" role="img" aria-label="where the wall time went">{bar}</div>'
             f'<ul class="legend">{legend}</ul>{idle}</section>')
 

@@ -90,9 +90,12 @@ def test_the_extension_loads_quietly(executed: tuple[list[Any], Path]) -> None:
 def test_a_naive_cell_shows_its_verdict_call_sites_and_findings(executed: tuple[list[Any], Path]) -> None:
     outputs, folder = executed
     assert not _errors(outputs[2])
-    page = parse(_html(outputs[2]))
+    html = _html(outputs[2])
+    page = parse(html)
     assert "offload-prof: cell In[3]" in page.tags("h3")[0].text
     assert page.by_id("verdict").attrs["data-kind"] == "transfer-bound"
+    # the lines behind the device's idle time are cells too, never the kernel's temporary files
+    assert "before Cell In[3], line 3 (" in page.by_id("verdict").text and "ipykernel" not in html
     site = cells(page.by_id("site-1"))
     assert site[1:4] == ["Cell In[3], line 3", "offload(daxpy, y, x, 2.0)", "60 / 480 MB"]
     assert site[4] == "30 / 240 MB"
