@@ -7,6 +7,7 @@ the assertions read what the kernel produced, as Jupyter would show it.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -43,24 +44,23 @@ CELLS = [
     "%%offload_prof --top 0\npass",
     "%%offload_prof --source nothing\npass",
     "import offload_core\nprint(offload_core.get_mode(), steps)",
+    "%%offload_prof --source cupti\npass",
 ]
 
 
-@pytest.fixture(scope="module")
-def executed(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Any], Path]:
-    folder = tmp_path_factory.mktemp("notebook")
+def execute(sources: list[str], folder: Path, **env: str) -> list[Any]:
+    """Run a notebook of `sources` in a fresh kernel of this interpreter; each cell's outputs."""
     # a kernel spec of this interpreter, so the kernel imports this checkout whatever else Jupyter has installed
     spec = folder / "jupyter" / "kernels" / "offload-test"
     spec.mkdir(parents=True)
     (spec / "kernel.json").write_text(json.dumps({
         "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "offload-guard tests", "language": "python",
-        "env": {"OFFLOAD_BACKEND": "numpy", "OFFLOAD_MODE": "batched"}}))
+        "display_name": "offload-guard tests", "language": "python", "env": env}))
     mp = pytest.MonkeyPatch()
     mp.setenv("JUPYTER_PATH", str(folder / "jupyter"))
     mp.setenv("JUPYTER_PLATFORM_DIRS", "1")
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(src) for src in CELLS]
+    nb.cells = [nbformat.v4.new_code_cell(src) for src in sources]
     try:
         client = nbclient.NotebookClient(nb, timeout=300, kernel_name="offload-test", allow_errors=True,
                                          resources={"metadata": {"path": str(folder)}})
@@ -68,7 +68,13 @@ def executed(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Any], Path]
     finally:
         mp.undo()
     nbformat.write(nb, folder / "executed.ipynb")
-    return [c.outputs for c in nb.cells], folder
+    return [c.outputs for c in nb.cells]
+
+
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Any], Path]:
+    folder = tmp_path_factory.mktemp("notebook")
+    return execute(CELLS, folder, OFFLOAD_BACKEND="numpy", OFFLOAD_MODE="batched"), folder
 
 
 def _html(outputs: list[Any]) -> str:
@@ -142,3 +148,29 @@ def test_bad_options_are_one_line_usage_errors(executed: tuple[list[Any], Path],
 def test_the_mode_is_restored_and_the_cells_variables_stay(executed: tuple[list[Any], Path]) -> None:
     outputs, _ = executed
     assert [o.get("text") for o in outputs[7]] == ["batched 30\n"]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("cupti") is not None, reason="cupti-python is installed here")
+def test_cupti_without_its_extra_says_what_is_missing(executed: tuple[list[Any], Path]) -> None:
+    outputs, _ = executed
+    assert [(o["output_type"], o.get("name")) for o in outputs[8]] == [("stream", "stderr")]
+    text = outputs[8][0]["text"]
+    assert text.startswith("UsageError: --source cupti needs the cupti extra") and text.count("\n") == 1
+
+
+CUPY_CELLS = [
+    "%load_ext profiler",
+    "import cupy as cp\nimport numpy as np\nx = np.ones(1 << 20)",
+    "%%offload_prof --source cupti\nfor _ in range(10):\n    d = cp.asarray(x)\n    s = float(d.sum())",
+]
+
+
+@pytest.mark.gpu
+def test_cupti_records_plain_cupy_copies_in_a_cell(tmp_path: Path) -> None:
+    """On NVIDIA with the cupti extra: `pytest -m gpu tests/profiler/notebook`."""
+    outputs = execute(CUPY_CELLS, tmp_path)
+    assert not _errors(outputs[2])
+    page = parse(_html(outputs[2]))
+    site = cells(page.by_id("site-1"))
+    assert site[1] == "Cell In[3], line 3" and site[3] == "10 / 83.9 MB"
+    assert "OFF502" in [page.by_id(i).attrs["data-code"] for i in page.ids("finding-")]
