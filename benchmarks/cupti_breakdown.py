@@ -22,12 +22,26 @@ of a 1 KiB array, `d.get()` of one) under each piece of it alone:
 It also counts the callbacks per copy, by API name, so that a surprising
 cost can be traced to the calls that cause it. A table on stdout;
 nothing is asserted.
+
+With `--program`, the same pieces are timed on whole programs instead of
+the copy loops (each program and piece in a fresh process; the program's
+own `loop_s`), with more pieces that matter there: `act:kernel`
+(CONCURRENT_KERNEL records alone), `cb:noop-nolaunch` (the table without
+the launch calls), and the recorder with launch sites `none` and `all`
+besides the default `sampled`:
+
+    python benchmarks/cupti_breakdown.py --program "torch_train.py --model mlp --steps 600" \
+        --program "cupy_cg.py --iters 2000" [--repeats 2]
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import json
+import runpy
+import shlex
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -38,7 +52,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from profiler.sources.cupti import CuptiRecorder  # noqa: E402
-from profiler.sources.cupti.apis import APIS, DRIVER, RUNTIME, resolve  # noqa: E402
+from profiler.sources.cupti.apis import APIS, DRIVER, LAUNCH, RUNTIME, resolve  # noqa: E402
 from profiler.sources.cupti.native import Native  # noqa: E402
 from profiler.sources.cupti.probe import import_cupti  # noqa: E402
 from profiler.sources.cupti.tracer import Tracer  # noqa: E402
@@ -66,14 +80,16 @@ class Config:
     def on(self) -> None:
         c, k = self.c, self.c.ActivityKind
         if self.name.startswith("act:"):
-            kinds = [k.MEMCPY] if self.name == "act:memcpy" else [k.MEMCPY, k.CONCURRENT_KERNEL,
-                                                                 k.SYNCHRONIZATION, k.MEMSET]
+            kinds = {"act:memcpy": [k.MEMCPY], "act:kernel": [k.CONCURRENT_KERNEL]}.get(
+                self.name, [k.MEMCPY, k.CONCURRENT_KERNEL, k.SYNCHRONIZATION, k.MEMSET])
             for kind in kinds:
                 c.activity_enable(kind)
                 self.kinds.append(kind)
         elif self.name.startswith("cb:"):
             ids = table_ids(c)
-            if self.name in ("cb:noop", "cb:noop-py"):
+            if self.name == "cb:noop-nolaunch":
+                ids = {key: api for key, api in ids.items() if api.role != LAUNCH}
+            if self.name in ("cb:noop", "cb:noop-py", "cb:noop-nolaunch"):
                 def fn(userdata: Any, domain: int, cbid: int, cbdata: Any) -> None:
                     return None
             elif self.name == "cb:count":
@@ -92,8 +108,9 @@ class Config:
                 self.sub, self.pointer = self.native.subscribe(fn)
                 for domain, cbid in ids:
                     self.native.enable_callback(self.sub, domain, cbid)
-        elif self.name == "recorder":
-            self.recorder = CuptiRecorder(fingerprints=False).start()
+        elif self.name.startswith("recorder"):
+            sites = self.name.partition(":")[2] or "sampled"
+            self.recorder = CuptiRecorder(fingerprints=False, launch_sites=sites).start()  # type: ignore[arg-type]
 
     def off(self) -> None:
         c = self.c
@@ -113,11 +130,78 @@ class Config:
             self.recorder = None
 
 
+PROGRAM_CONFIGS = ["off", "act:kernel", "act:all", "cb:noop-nolaunch", "cb:noop", "cb:tracer", "recorder:none",
+                   "recorder", "recorder:all"]
+PROGRAMS = Path(__file__).resolve().parent / "programs"
+
+
+def inner(name: str, argv: list[str]) -> int:
+    """Run one program (argv[0] under benchmarks/programs) in this process with piece `name` on."""
+    c, why = import_cupti()
+    if c is None:
+        print(f"cupti_breakdown: {why}", file=sys.stderr)
+        return 2
+    CuptiRecorder(fingerprints=False).start().stop()  # registers the activity buffers
+    cfg = Config(c, name)
+    sys.argv = [str(PROGRAMS / argv[0]), *argv[1:]]
+    if name != "off":
+        cfg.on()
+    try:
+        runpy.run_path(sys.argv[0], run_name="__main__")
+    except SystemExit as exc:
+        if exc.code not in (0, None):
+            raise
+    finally:
+        if name != "off":
+            cfg.off()
+    if name == "cb:count":
+        calls = ", ".join(f"{c.get_callback_name(dom, cbid)} {cnt}" for (dom, cbid), cnt in cfg.counts.most_common(12))
+        print(json.dumps({"callbacks": calls}))
+    return 0
+
+
+def programs(specs: list[str], repeats: int) -> int:
+    """Each program under each piece in fresh processes; the program's own loop time, fastest of `repeats`."""
+    print(f"# {time.strftime('%Y-%m-%d')} programs in fresh processes, fastest of {repeats}; "
+          "seconds of the program's own loop (off: absolute, the rest: added)")
+    print(f"{'program':<34} " + " ".join(f"{k:>16}" for k in PROGRAM_CONFIGS))
+    for spec in specs:
+        argv = shlex.split(spec)
+        best: dict[str, float] = {}
+        for name in PROGRAM_CONFIGS:
+            for _ in range(repeats):
+                out = subprocess.run([sys.executable, __file__, "--inner", name, *argv], capture_output=True,
+                                     text=True, check=False)
+                lines = [json.loads(x) for x in out.stdout.splitlines() if x.startswith("{")]
+                loop = next((x["loop_s"] for x in lines if "loop_s" in x), None)
+                if out.returncode != 0 or loop is None:
+                    print(f"{spec}: {name} failed ({out.returncode}): {out.stderr.strip()[-400:]}", file=sys.stderr)
+                    break
+                best[name] = min(best.get(name, loop), loop)
+        off = best.get("off")
+        cells = [f"{off:>16.3f}" if off is not None else f"{'-':>16}"]
+        for name in PROGRAM_CONFIGS[1:]:
+            v = best.get(name)
+            cells.append(f"{'-':>16}" if v is None or off is None else f"{v - off:>+9.3f} {v / off:5.2f}x")
+        print(f"{spec:<34} " + " ".join(cells))
+        out = subprocess.run([sys.executable, __file__, "--inner", "cb:count", *argv], capture_output=True, text=True,
+                             check=False)
+        counted = [json.loads(x)["callbacks"] for x in out.stdout.splitlines() if x.startswith('{"callbacks"')]
+        print(f"{'':<34} callbacks (enter and exit) in the whole program: {counted[0] if counted else out.stderr[-300:]}")
+    return 0
+
+
 def main() -> int:
+    if len(sys.argv) > 2 and sys.argv[1] == "--inner":
+        return inner(sys.argv[2], sys.argv[3:])
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--copies", type=int, default=10_000, help="copies per loop (default: %(default)s)")
     parser.add_argument("--repeats", type=int, default=3, help="rounds; the fastest is shown (default: %(default)s)")
+    parser.add_argument("--program", action="append", default=[], metavar="'SCRIPT ARGS'",
+                        help="time a program under benchmarks/programs instead of the copy loops (repeatable)")
     args = parser.parse_args()
+    if args.program:
+        return programs(args.program, args.repeats)
     c, why = import_cupti()
     if c is None:
         print(f"cupti_breakdown: {why}", file=sys.stderr)

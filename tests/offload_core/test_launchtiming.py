@@ -39,11 +39,14 @@ class FakeDevice:
         self.released = 0
         self.pending = False  # events recorded while True are not yet reached by the device
         self.now = 1_000_000
+        self.marked: list[FakeEvent] = []
 
     def mark(self) -> FakeEvent:
         self.recorded += 1
         t = self.schedule.pop(0) if self.schedule else self.now
-        return FakeEvent(t, not self.pending)
+        event = FakeEvent(t, not self.pending)
+        self.marked.append(event)
+        return event
 
     def passed(self, event: FakeEvent) -> bool:
         return event.done
@@ -112,6 +115,24 @@ def test_estimates_queue_one_after_the_other_on_the_device(got: list[events.Even
     assert got == [], "estimates wait behind the sample still on the device"
     events.flush()
     assert [(e.start_ns, e.duration_ns) for e in got] == [(1000, 500), (1500, 500), (2000, 500), (5000, 500)]
+
+
+def test_once_the_device_reached_the_sample_estimates_stop_queueing(got: list[events.Event]) -> None:
+    dev = FakeDevice()
+    timer = LaunchTimer(dev, every=8)
+    dev.pending = True
+    dev.schedule = [1000, 1500]
+    launch(timer, "k", 900)  # the sample, 1000-1500, not reached yet
+    launch(timer, "k", 1100)  # looks, finds it pending: queued behind it
+    assert got == [] and BUS.queued == 2
+    for event in dev.marked:
+        event.done = True  # the device passes the sample's end
+    launch(timer, "k", 1200)  # every other launch looks: this one does not
+    assert got == [] and BUS.queued == 3
+    launch(timer, "k", 1300)  # looks: delivers the three queued, then goes out at once itself
+    assert BUS.queued == 0, "no flush needed"
+    assert [(e.start_ns, e.duration_ns) for e in got] == [(1000, 500), (1500, 500), (2000, 500), (2500, 500)]
+    assert dev.recorded == 2, "estimates record no device events"
 
 
 def test_an_idle_stream_takes_the_launch_call_off_the_sample(got: list[events.Event]) -> None:

@@ -114,7 +114,7 @@ def test_select_and_unknown_rules(tmp_path: Path) -> None:
     run = record(NAIVE_LOOP, tmp_path)
     only = detect(run, select=["OFF507"])
     assert [(f.code, f.count) for f in only] == [("OFF507", 19)], "no copy rule ran, so the syncs are nobody else's"
-    assert "the host waits for the device 19 times between launches (after 100% of the 20 launches" in only[0].message
+    assert "the host waits for the device 19 times between launches, once every 1 launches (20 in all" in only[0].message
     with pytest.raises(KeyError, match="no runtime detector for OFF101"):
         detect(run, select=["OFF101"])
 
@@ -148,9 +148,12 @@ def test_many_small_copies_counts_runs_between_launches(tmp_path: Path) -> None:
     assert "64 small H2D copies of 'x' (at most 64 KiB each" in f.message and "in 1 run(s)" in f.message
 
 
-@pytest.mark.parametrize("kernels_per_step, fires", [(1, True), (3, True), (4, True), (5, False), (12, False)])
-def test_a_scalar_read_per_step_of_a_few_kernels_is_a_sync_per_launch(kernels_per_step: int, fires: bool) -> None:
-    """A CUPTI trace of `for step: a few kernels; total += x.sum().item()`: one wait per step, every few launches."""
+def scalar_read_per_step(kernels_per_step: int) -> "Run":
+    """A CUPTI trace of `for step: a few kernels; total += x.sum().item()`: one wait per step.
+
+    The host issues a launch every 5 µs and each kernel takes 3 µs, so the
+    device is idle whenever the host waits: each 8 µs wait is lost time.
+    """
     from profiler.model import Meta, Record, Run, Site
 
     loop, item = Site("/w/train.py", 12, "main", "acc += d * 0.5", 9), Site("/w/train.py", 13, "main", "x.item()", 9)
@@ -162,12 +165,26 @@ def test_a_scalar_read_per_step_of_a_few_kernels_is_a_sync_per_launch(kernels_pe
         records.append(Record("d2h", t, 2000, 4, site=item, mode="batched"))
         records.append(Record("sync", t, 8000, site=item, mode="batched"))
         t += 10000
-    run = Run(Meta(backend="cupti", device="gpu", mode="batched", started_at="2026-12-03T00:00:00+00:00", wall_ns=t),
-              tuple(records))
-    found = [f for f in detect(run) if f.code == "OFF507"]
-    assert bool(found) == fires
-    if fires:
-        assert found[0].site == item and found[0].count == 19, "the last wait has no launch after it"
+    return Run(Meta(backend="cupti", device="gpu", mode="batched", started_at="2026-12-03T00:00:00+00:00", wall_ns=t),
+               tuple(records))
+
+
+@pytest.mark.parametrize("kernels_per_step, every", [(1, "1"), (3, "2.9"), (12, "11"), (70, "66")])
+def test_a_scalar_read_per_step_is_found_however_many_kernels_a_step_has(kernels_per_step: int, every: str) -> None:
+    """One wait per training step of 70 kernels is the same mistake as one per kernel; the replay prices it."""
+    found = [f for f in detect(scalar_read_per_step(kernels_per_step)) if f.code == "OFF507"]
+    assert len(found) == 1
+    f = found[0]
+    assert f.site is not None and f.site.line == 13 and f.count == 19, "the last wait has no launch after it"
+    assert f"once every {every} launches" in f.message
+    assert f.expected_saving_ns == 19 * 8000, "the device idles through every wait: dropping them saves them all"
+    assert f.severity == "info", "0.15 ms of a run of a few ms is below the 5 ms materiality floor"
+
+
+def test_a_raised_min_fraction_keeps_only_waits_every_few_launches() -> None:
+    opts = {"OFF507": {"min_fraction": 0.25}}
+    assert [f.code for f in detect(scalar_read_per_step(3), options=opts)] == ["OFF507"]
+    assert [f.code for f in detect(scalar_read_per_step(5), options=opts)] == []
 
 
 # ------------------------------------------------------------------ materiality and ranking
