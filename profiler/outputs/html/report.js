@@ -6,7 +6,7 @@
 // data-busy-px, data-view), and the page sets data-timeline="drawn" on <html> once every timeline is on screen.
 (function () {
   "use strict";
-  var LANE_H = 26, TOP = 14, AXIS = 20, LABEL_W = 132;
+  var LANE_H = 26, TOP = 14, AXIS = 20, FONT = "12px system-ui, sans-serif";
   var COLORS = { h2d: "#2f6fdf", d2h: "#d9572b", launch: "#2e9d55", sync: "#8a4fc9" };
   var ONE = { h2d: "H2D copy", d2h: "D2H copy", launch: "kernel", sync: "sync" };
   var TYPES = { u1: Uint8Array, u2: Uint16Array, u4: Uint32Array, f8: Float64Array };
@@ -107,7 +107,19 @@
     if (reset) reset.addEventListener("click", function () { self.zoom(0, run.wall); });
   }
 
-  Timeline.prototype.plotWidth = function () { return Math.max(1, Math.floor(this.canvas.clientWidth - LABEL_W)); };
+  // the lanes' labels, with their counts, set the plot's left edge
+  Timeline.prototype.labelWidth = function () {
+    if (!this._labelW) {
+      var ctx = this.ctx;
+      ctx.font = FONT;
+      this._labelW = Math.ceil(Math.max.apply(null, this.run.lanes.map(function (lane) {
+        return ctx.measureText(lane.label + " (" + lane.count.toLocaleString() + ")").width;
+      }).concat([40]))) + 12;
+    }
+    return this._labelW;
+  };
+
+  Timeline.prototype.plotWidth = function () { return Math.max(1, Math.floor(this.canvas.clientWidth - this.labelWidth())); };
 
   Timeline.prototype.zoom = function (t0, t1) {
     var wall = this.run.wall, span = Math.min(Math.max(t1 - t0, Math.min(wall, 10 * this.run.tick, 1000)), wall);
@@ -117,7 +129,7 @@
   };
 
   Timeline.prototype.timeAt = function (clientX) {
-    var r = this.canvas.getBoundingClientRect(), x = clientX - r.left - LABEL_W;
+    var r = this.canvas.getBoundingClientRect(), x = clientX - r.left - this.labelWidth();
     return this.view[0] + (x / this.plotWidth()) * (this.view[1] - this.view[0]);
   };
 
@@ -133,7 +145,7 @@
       return;
     }
     var r = this.canvas.getBoundingClientRect(), y = e.clientY - r.top, x = e.clientX - r.left;
-    var text = x < LABEL_W ? "" : this.describe(this.timeAt(e.clientX), y);
+    var text = x < this.labelWidth() ? "" : this.describe(this.timeAt(e.clientX), y);
     if (!text) { this.tip.style.display = "none"; return; }
     this.tip.textContent = text;
     this.tip.style.display = "block";
@@ -171,43 +183,46 @@
   Timeline.prototype.draw = function () {
     var run = this.run, canvas = this.canvas, ctx = this.ctx, dpr = window.devicePixelRatio || 1;
     var cssW = canvas.clientWidth, H = TOP + run.lanes.length * LANE_H + AXIS, width = this.plotWidth();
+    var left = this.labelWidth();
     canvas.width = Math.round(cssW * dpr); canvas.height = Math.round(H * dpr); canvas.style.height = H + "px";
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.clearRect(0, 0, cssW, H);
     var t0 = this.view[0], t1 = this.view[1], span = t1 - t0;
     var operations = run.lanes.reduce(function (n, lane) { return n + lane.count; }, 0);
     this.mode = operations <= run.exact || span / width < run.wall / run.bins ? "events" : "overview";
-    ctx.font = "12px system-ui, sans-serif"; ctx.textBaseline = "middle";
+    ctx.font = FONT; ctx.textBaseline = "middle";
     var busyPx = [];
     for (var i = 0; i < run.lanes.length; i++) {
       var lane = run.lanes[i], y = TOP + i * LANE_H, h = LANE_H - 4;
       ctx.fillStyle = "#5b6476";
       ctx.fillText(lane.label + " (" + lane.count.toLocaleString() + ")", 4, y + LANE_H / 2);
-      ctx.fillStyle = "#f4f6fa"; ctx.fillRect(LABEL_W, y + 2, width, h);
+      ctx.fillStyle = "#f4f6fa"; ctx.fillRect(left, y + 2, width, h);
       var shares = this.mode === "overview" ? fromOverview(run, lane, t0, t1, width) : fromEvents(run, lane, t0, t1, width);
       ctx.fillStyle = COLORS[lane.kind];
       var count = 0;
       for (var x = 0; x < width; x++) {
-        if (shares[x] > 0) { var bar = Math.max(1, shares[x] * h); ctx.fillRect(LABEL_W + x, y + 2 + h - bar, 1, bar); count++; }
+        // square-root scale: a slice busy 1% of its time still shows a tenth of the lane's height
+        if (shares[x] > 0) { var bar = Math.max(1, Math.sqrt(shares[x]) * h); ctx.fillRect(left + x, y + 2 + h - bar, 1, bar); count++; }
       }
       busyPx.push(count);
     }
     ctx.fillStyle = "#c0392b";
     run.marks.forEach(function (m) {
       if (m[0] < t0 || m[0] > t1) return;
-      var mx = LABEL_W + ((m[0] - t0) / span) * width;
+      var mx = left + ((m[0] - t0) / span) * width;
       ctx.beginPath(); ctx.moveTo(mx - 5, 1); ctx.lineTo(mx + 5, 1); ctx.lineTo(mx, TOP - 2); ctx.closePath(); ctx.fill();
     });
     var axisY = TOP + run.lanes.length * LANE_H, step = niceStep(span / 6);
     ctx.fillStyle = "#5b6476"; ctx.strokeStyle = "#d8dde6"; ctx.textBaseline = "top";
     for (var t = Math.ceil(t0 / step) * step; t <= t1; t += step) {
-      var tx = LABEL_W + ((t - t0) / span) * width;
+      var tx = left + ((t - t0) / span) * width;
       ctx.beginPath(); ctx.moveTo(tx + 0.5, TOP); ctx.lineTo(tx + 0.5, axisY + 3); ctx.stroke();
       ctx.fillText(fmtNs(t), Math.min(tx + 2, cssW - 60), axisY + 4);
     }
     this.box.dataset.mode = this.mode;
     this.box.dataset.busyPx = busyPx.join(",");
     this.box.dataset.view = Math.round(t0) + "," + Math.round(t1);
+    this.box.dataset.plotLeft = String(left);
   };
 
   var timelines = [];

@@ -100,11 +100,13 @@ def test_zooming_in_decodes_the_operations_and_the_tip_names_one(browser: Any, t
         page.evaluate("offloadProf.zoom(0, 50000000 - 1000, 50000000 + 19000)")
         assert page.get_attribute("#timeline", "data-mode") == "events"
         h2d, d2h, launch, sync = _busy(page, "timeline")
-        width = page.evaluate("document.querySelector('#timeline canvas').clientWidth") - 132
+        left = int(page.get_attribute("#timeline", "data-plot-left"))  # the labels' width
+        assert left > 60
+        width = page.evaluate("document.querySelector('#timeline canvas').clientWidth") - left
         assert abs(h2d - width * 2 / 20) <= 2 and abs(launch - width * 5 / 20) <= 2 and d2h == sync == 0
         canvas = page.locator("#timeline canvas").bounding_box()
         assert canvas is not None
-        page.mouse.move(canvas["x"] + 132 + width * 2 / 20, canvas["y"] + 14 + 13)  # over the copy, in the H2D lane
+        page.mouse.move(canvas["x"] + left + width * 2 / 20, canvas["y"] + 14 + 13)  # over the copy, in the H2D lane
         tip = page.inner_text("#timeline .tip")
         assert tip.startswith("H2D copy at 50.0 ms, 2.00 \u00b5s, 4.10 kB") and tip.endswith("app.py:7 in step")
         page.evaluate("offloadProf.zoom(0, 50500000, 50600000)")  # between two iterations: nothing
