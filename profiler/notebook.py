@@ -129,11 +129,15 @@ class OffloadProfMagics(Magics):  # type: ignore[misc]  # IPython is untyped
     def _record(self, args: Any, line: str, cell: str) -> CellReport:
         import offload_core
 
-        from .commands.common import model_link, save_trace
+        from pathlib import Path
+
+        from .commands.common import check_writable, model_link, save_trace
         from .sources.recorder import Recorder
         from .trace.link import calibrated, resolve
 
         cell_name = calling_cell(self.shell)
+        if args.output:  # before the cell runs, not after
+            check_writable(Path(args.output))
         stored: Link | None = resolve(args.link) if args.link else None
         previous = offload_core.get_mode()
         if args.mode:
@@ -161,8 +165,6 @@ class OffloadProfMagics(Magics):  # type: ignore[misc]  # IPython is untyped
         link = model_link(run, args.link, args.no_model)
         findings, judged = analyse(run, link)
         if args.output:
-            from pathlib import Path
-
             save_trace(run, Path(args.output))
         title = f"offload-prof: cell {cell_name}" + (" (it raised: the report covers what ran)" if failed else "")
         html = cell_html(Analysed(run, args.output or "", "", tuple(findings), judged),

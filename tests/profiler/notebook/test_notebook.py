@@ -45,6 +45,9 @@ CELLS = [
     "%%offload_prof --source nothing\npass",
     "import offload_core\nprint(offload_core.get_mode(), steps)",
     "%%offload_prof --source cupti\npass",
+    "ran = 0\n%mkdir folder",
+    "%%offload_prof -o folder\nran = 1",
+    "print(ran)",
 ]
 
 
@@ -136,7 +139,8 @@ def test_a_cell_that_raises_shows_its_traceback_and_what_ran(executed: tuple[lis
     assert site[1] == "Cell In[2], line 9 in step" and site[3] == "2 / 16 MB"
 
 
-@pytest.mark.parametrize("index, message", [(5, "--top must be at least 1, got 0"), (6, "argument --source: invalid choice")])
+@pytest.mark.parametrize("index, message", [(5, "--top must be at least 1, got 0"), (6, "argument --source: invalid choice"),
+                                            (10, "folder: is a directory; give a file name for the trace")])
 def test_bad_options_are_one_line_usage_errors(executed: tuple[list[Any], Path], index: int, message: str) -> None:
     outputs, _ = executed
     # IPython shows a UsageError as one line on stderr, without a traceback
@@ -148,6 +152,7 @@ def test_bad_options_are_one_line_usage_errors(executed: tuple[list[Any], Path],
 def test_the_mode_is_restored_and_the_cells_variables_stay(executed: tuple[list[Any], Path]) -> None:
     outputs, _ = executed
     assert [o.get("text") for o in outputs[7]] == ["batched 30\n"]
+    assert [o.get("text") for o in outputs[11]] == ["0\n"], "a trace that cannot be written stops the cell before it runs"
 
 
 @pytest.mark.skipif(importlib.util.find_spec("cupti") is not None, reason="cupti-python is installed here")
