@@ -181,7 +181,9 @@ def pageable_cupy(fixed: bool, n: int) -> None:
         b[...] = i
     d = cp.empty(n)
     for step in range(20):
-        d.set(batches[step % 4])  # mistake: from pageable memory; fixed: from pinned memory
+        batch = batches[step % 4]
+        batch[0] = step  # each batch is new data, as a loader's are (so no copy repeats the bytes of another)
+        d.set(batch)  # mistake: from pageable memory; fixed: from pinned memory
         d *= 2.0
     cp.cuda.Device().synchronize()
 
@@ -193,7 +195,9 @@ def pageable_torch(fixed: bool, n: int) -> None:
     if fixed:
         batches = [b.pin_memory() for b in batches]
     for step in range(20):
-        d = batches[step % 4].to("cuda", non_blocking=fixed)
+        batch = batches[step % 4]
+        batch[0] = step  # each batch is new data, as a loader's are
+        d = batch.to("cuda", non_blocking=fixed)
         d *= 2.0
     torch.cuda.synchronize()
 

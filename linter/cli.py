@@ -3,6 +3,7 @@
     offload-lint [check] [PATHS...]   lint (the default command; PATHS default to .)
     offload-lint rules                list the rule catalog
     offload-lint explain OFF101       what a rule finds, why it matters, how to fix it
+    offload-lint server               a Language Server on stdin/stdout, for editors (the `lsp` extra)
 
 Exit codes: 0 no findings, 1 findings (or, with --diff, changes to make),
 2 bad usage, bad configuration or an internal error. Everything a user can
@@ -17,10 +18,10 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from offload_core.catalog import CatalogError, load_catalog
+from offload_core.catalog import CatalogError
 
 from . import __version__
-from .config import ConfigError, enabled_codes, find_pyproject, load_config
+from .config import ConfigError, find_pyproject
 from .explain import explain_rule, list_rules
 from .output import OutputError
 
@@ -45,7 +46,7 @@ def check_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="offload-lint",
         description="Find host<->device transfer and ownership anti-patterns in Python GPU code "
-        "(CuPy, Numba, PyTorch, JAX, offload_core). Subcommands: `rules`, `explain CODE`.",
+        "(CuPy, Numba, PyTorch, JAX, offload_core). Subcommands: `rules`, `explain CODE`, `server`.",
         epilog="Configuration: [tool.offload-lint] in pyproject.toml. Suppress one finding with "
         "`# noqa: OFF101` or `# offload: ignore[OFF101]` on its line.",
     )
@@ -75,20 +76,15 @@ def cmd_check(argv: Sequence[str]) -> int:
     for path in paths:
         if not path.exists() and not path.is_symlink():
             raise ConfigError(f"{path}: no such file or folder")
-    catalog = load_catalog()
     config_path = Path(args.config) if args.config else find_pyproject(paths)
-    config = load_config(config_path, catalog.rules)
-    if config.extend_apis:
-        catalog = load_catalog(extra_api_files=config.extend_apis)
-    enabled = enabled_codes(
-        catalog.rules, config, _codes(args.select), _codes(args.extend_select) or (), _codes(args.ignore) or ()
-    )
     # LibCST is the slow part of start-up; `rules` and `explain` never load it.
     from .fixing import fix_files
     from .output import emit, write_stdout
     from .session import Session
 
-    session = Session(catalog, config, enabled, args)
+    session = Session.configured(
+        config_path, args, _codes(args.select), _codes(args.extend_select) or (), _codes(args.ignore) or ()
+    )
     run = session.run(paths)
     if args.fix or args.diff:
         outcome = fix_files(session, run, write=not args.diff)
@@ -111,6 +107,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return list_rules(argv[1:])
         if argv and argv[0] == "explain":
             return explain_rule(argv[1:])
+        if argv and argv[0] == "server":
+            from .server import main as serve
+
+            return serve(argv[1:])
         if argv and argv[0] == "check":
             argv = argv[1:]
         return cmd_check(argv)

@@ -156,6 +156,19 @@ class Notebook:
             raise NotebookError("not a notebook: JSON nested too deeply") from None
 
     @staticmethod
+    def from_cells(cells: list[tuple[str, str]]) -> Notebook:
+        """A notebook as an editor holds it, from its cells' (`cell_type`, source) in order.
+
+        The language server has the cells, not the file; laid out as JSON,
+        they give the same Python, cell map and cache key as the file would.
+        """
+        document = {
+            "cells": [{"cell_type": kind, "metadata": {}, "source": source} for kind, source in cells],
+            "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+        }
+        return Notebook.parse(json.dumps(document, indent=1).encode("ascii"))
+
+    @staticmethod
     def _build(text: str, bom: bool, document: dict[str, Any]) -> Notebook:
         lines = jsonspans.LineIndex(text)
         # duplicate keys: json.loads keeps the last, and so does every walk below
@@ -203,6 +216,17 @@ class Notebook:
             places.append(CellPlace(cell.number, first, count))
             first += count + 1
         return CellMap(tuple(places))
+
+    @property
+    def cache_data(self) -> bytes:
+        """What the results cache keys the notebook by: its cells' Python and where each cell lies.
+
+        Not the file's bytes: running a notebook again (new outputs, same
+        code) keeps its entry, and an editor, which holds the cells but not
+        the file, finds the same entry as the command line.
+        """
+        layout = ",".join(f"{p.number}:{p.first}:{p.lines}" for p in self.map.places)
+        return f"{layout}\n{self.code}".encode("utf-8", "surrogatepass")
 
     # -- fixes ----------------------------------------------------------------------------
 

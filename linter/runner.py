@@ -268,11 +268,9 @@ class Runner:
             out.skipped += 1
             return None
         module_name, _ = module_name_of(path)
-        cells = notebook.map
-        layout = ",".join(f"{p.number}:{p.first}:{p.lines}" for p in cells.places)
-        key = self.cache.key(f"{layout}\n{notebook.code}".encode("utf-8", "surrogatepass"), module_name, kind="ipynb")
+        key = self.cache.key(notebook.cache_data, module_name, kind="ipynb")
         out.notebooks[display] = notebook
-        return Job(path, display, module_name, False, notebook.code, key, "utf-8", cells)
+        return Job(path, display, module_name, False, notebook.code, key, "utf-8", notebook.map)
 
     def _tick(self, result: FileResult | None, i: int, total: int) -> FileResult | None:
         """Progress on stderr for long runs in a terminal: every 100 files and at the end."""

@@ -9,21 +9,48 @@ dropped, suppressed findings are kept only with `--show-suppressed`.
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
-from offload_core.catalog import Catalog
+from offload_core.catalog import Catalog, load_catalog
 
 from . import __version__
 from .apis import ApiIndex
 from .cache import Cache, fingerprint
-from .config import Config
+from .config import Config, enabled_codes, load_config
 from .source import settings_for
 from .findings import FileResult, Finding
 from .runner import RunResult, Runner, discover
 
 
 class Session:
+    @classmethod
+    def configured(
+        cls,
+        config_path: Path | None,
+        args: argparse.Namespace,
+        select: Sequence[str] | None = None,
+        extend_select: Sequence[str] = (),
+        ignore: Sequence[str] = (),
+        root: Path | None = None,
+    ) -> Session:
+        """The session for a configuration file (None: the defaults), as `offload-lint` and its server build it.
+
+        `root` replaces the defaults' folder (the current one) when there is
+        no configuration file: the language server roots such a file in its
+        workspace folder, not wherever the editor happened to start it.
+        Raises ConfigError or CatalogError (one line each).
+        """
+        catalog = load_catalog()
+        config = load_config(config_path, catalog.rules)
+        if config.source is None and root is not None:
+            config = replace(config, root=root)
+        if config.extend_apis:
+            catalog = load_catalog(extra_api_files=config.extend_apis)
+        enabled = enabled_codes(catalog.rules, config, select, extend_select, ignore)
+        return cls(catalog, config, enabled, args)
+
     def __init__(self, catalog: Catalog, config: Config, enabled: frozenset[str], args: argparse.Namespace) -> None:
         self.catalog = catalog
         self.rules = catalog.rules

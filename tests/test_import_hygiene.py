@@ -62,7 +62,10 @@ CASES = {
     "from profiler.sources.cupti import convert, tracer, frames, apis, probe": (
         "textual", "libcst", "linter", "cupy", "cupti", "torch", "numba", *RUNTIME),
     # every `offload-lint` run: no NumPy, no offload_core runtime
-    "import linter.cli": ("textual", "profiler", "cupy", "numpy", "offload_core.settings", "offload_core.events"),
+    "import linter.cli": ("textual", "profiler", "cupy", "numpy", "offload_core.settings", "offload_core.events",
+                          "pygls", "lsprotocol"),
+    # `offload-lint server` checks for pygls before anything imports it (the `lsp` extra is optional)
+    "import linter.server": ("textual", "profiler", "cupy", "libcst", "pygls", "lsprotocol"),
     "import linter.engine, linter.runner, linter.reporters, linter.fixing": ("textual", "profiler", "cupy"),
     "import contextlib, io, linter.cli  # `offload-lint rules` answers without LibCST\n"
     "with contextlib.redirect_stdout(io.StringIO()): linter.cli.main(['rules'])": ("textual", "profiler", "cupy", "libcst"),
@@ -94,6 +97,8 @@ OWNERS = {
     "textual": ("profiler.tui",),
     "libcst": ("linter",),
     "IPython": ("profiler.notebook",),
+    "pygls": ("linter.server",),
+    "lsprotocol": ("linter.server",),
 }
 
 
@@ -109,6 +114,7 @@ STATIC_CASES = {
     "offload_core": ("numpy", "yaml", "offload_core.events", "offload_core.settings"),
     "offload_core.catalog": ("numpy", "offload_core.events", "offload_core.settings", "offload_core.backends"),
     "linter.cli": ("numpy", "textual", "profiler", "cupy", "offload_core.events", "offload_core.settings"),
+    "linter.server": ("pygls", "lsprotocol", "libcst", "linter.server.app"),
     "profiler.sources.cupti": ("cupti", "cupy", "torch", "numba", "textual", *RUNTIME),
     "profiler.sources.cupti.tracer": ("cupti", "cupy", "torch", "numba", *RUNTIME),
     "profiler.sources.rocprof": ("cupy", "torch", "numba", *RUNTIME),

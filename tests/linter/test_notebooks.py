@@ -409,3 +409,17 @@ def test_a_notebook_of_another_language_or_without_gpu_code_is_skipped(tmp_path:
     (tmp_path / "plain.ipynb").write_bytes(dump(notebook(code("print(1)"))))
     proc = run_cli(".", "--no-cache", cwd=tmp_path)
     assert (proc.returncode, proc.stdout.strip()) == (0, "All checks passed.")
+
+
+def test_a_notebook_from_an_editor_s_cells_reads_and_keys_as_its_file() -> None:
+    """The language server has the cells, not the file: they give the file's Python, cell map and cache key."""
+    data = dump(TRAIN, indent=2, ensure_ascii=True)
+    from_file = Notebook.parse(data)
+    cells = [(c["cell_type"], "".join(c["source"])) for c in TRAIN["cells"]]
+    from_editor = Notebook.from_cells(cells)
+    assert from_editor.code == from_file.code
+    assert from_editor.map == from_file.map
+    assert from_editor.cache_data == from_file.cache_data
+    assert [c.number for c in from_editor.cells] == [2, 4, 5]  # markdown counted, the %%bash cell not linted
+    moved = Notebook.from_cells([("markdown", "new")] + cells)
+    assert moved.code == from_file.code and moved.cache_data != from_file.cache_data  # the cells are numbered anew

@@ -232,16 +232,47 @@ def test_page_lock_prices_copies_at_the_runs_own_pinned_rate() -> None:
 
 
 def test_drop_syncs_releases_the_downloads_each_sync_waited_for() -> None:
-    b = Builder()
-    for _ in range(3):
-        b.kernel(8, "step")
-        b.d2h(9, 4, host=0x7F00, sync=False, instr=90)
-        b.sync(9, instr=90)
-    run = _cupti_run(b)
-    syncs = [i for i, r in enumerate(run.records) if r.kind == "sync"]
+    """offload_core's copies back (a launch index): the syncs go, the downloads stay but no longer hold the host."""
+    h = Hand(backend="cupy")
+    syncs, downs = [], []
+    for n in range(3):
+        h.kernel(100 * n, 20, launch=n)
+        downs.append(h.copy("d2h", 100 * n + 20, 5, line=9, nbytes=8, pinned=False, launch=n))
+        syncs.append(h.sync(100 * n + 25, 5, line=9))
+    fix = drop_syncs(h.run(300), syncs[1:])
+    assert fix.drop == frozenset(syncs[1:]) and fix.nonblocking == frozenset(downs[1:]) and not fix.host_cut
+
+
+def test_drop_syncs_moves_a_library_read_out_of_the_loop_with_its_call() -> None:
+    """`loss.item()` per step (CUPTI): the reads go with their syncs, and so does the host time of each call."""
+    h = Hand()
+    syncs, downs = [], []
+    for n in range(3):
+        t = 100 * n
+        h.kernel(t, 20)  # issued at t, the host then works 40 µs on the step (line 10) ...
+        downs.append(h.copy("d2h", t + 60 + 5 * (n == 1), 2, line=9, nbytes=4, pinned=False))  # ... then reads
+        syncs.append(h.sync(t + 62 + 5 * (n == 1), 3, line=9))
+    run = h.run(300)
     fix = drop_syncs(run, syncs[1:])
-    downs = [i for i, r in enumerate(run.records) if r.kind == "d2h"]
-    assert fix.drop == frozenset(syncs[1:]) and fix.nonblocking == frozenset(downs[1:])
+    assert fix.drop == frozenset(syncs[1:] + downs[1:]) and fix.nonblocking == frozenset()
+    assert fix.host_cut == {downs[1]: 40 * US, downs[2]: 40 * US}, "the least host time seen before a read at line 9"
+    assert saving(Timeline.of(run), fix) == 2 * (40 + 2 + 3) * US, "the 5 µs more before the second read stay"
+
+
+def test_a_library_upload_dropped_takes_its_staging_with_it() -> None:
+    """CuPy stages `cp.asarray(host)` through pinned memory on the host before the copy call: that time goes too."""
+    h = Hand()
+    ups = []
+    for n in range(4):
+        t = 1000 * n
+        h.kernel(t, 10, line=5)  # x.fill(step)
+        ups.append(h.copy("h2d", t + 10 + 300 + 20 * n, 50, line=6, nbytes=128 << 20))  # 300+ µs of host staging
+        h.kernel(t + 380 + 20 * n, 10, line=6)
+    run = h.run(4000)
+    fix = hoist(ups[1:], run=run)
+    assert fix.host_cut == {i: 300 * US for i in ups[1:]}, "the least staging time seen at line 6, not the largest"
+    assert hoist(ups[1:]).host_cut == {}, "without the run, only the copies go"
+    assert keep_resident(run, ups[1:]).host_cut == fix.host_cut
 
 
 def test_pack_keeps_one_copy_paying_the_fixed_cost_once() -> None:

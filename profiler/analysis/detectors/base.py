@@ -187,7 +187,7 @@ class Context:
             values.setdefault("bytes", fmt_bytes(d.nbytes))
             values["lost"] = lost_text(lost, modelled, self.link)
             values["static"] = ", ".join(rule.related) or "no static rule"
-            fix = d.fix(d.records) if d.fix is not None else hoist(d.records, FIX_ACTIONS[d.code])
+            fix = d.fix(d.records) if d.fix is not None else hoist(d.records, FIX_ACTIONS[d.code], self.run)
             expected = None if fix is None else max(base - replayed_wall(timeline, fix), 0)
             repeats = intervals.count(fix.records if fix is not None else d.records)
             severity = Materiality.of(d.code, self.option).severity(rule.severity, expected, wall, repeats)

@@ -14,11 +14,22 @@ records that no longer happen or happen differently:
 * `page_lock`: the copies still happen, at the pinned rate
   (`profiler.analysis.pinned`);
 * `drop_syncs`: the host no longer waits there: the syncs go, and the
-  downloads they waited for no longer hold the host;
+  downloads they waited for no longer hold the host; a library's own read
+  (`loss.item()`, `float(x)` in a CUPTI trace: a download made by a
+  CUDA call, not by offload_core) is moved out of the loop, so the
+  downloads go too, with the host time of their calls;
 * `pack`: several small copies become one, paying the fixed cost once;
 * `fuse`: a loop of kernel launches becomes one launch (a fused kernel, a
   captured graph): the kernels' time stays, the host's work to issue each
   launch after the first goes.
+
+A library's copy call (CUPTI traces: no launch or region index) costs
+the host more than its record shows: CuPy stages a pageable upload
+through pinned memory with a host memcpy before the CUDA call, PyTorch
+dispatches `.item()`. So a dropped copy takes with it the least host time
+ever seen before a copy of the same direction at its line (the call's
+own work; the least, so that other work before it is not counted), as a
+dropped region call does (`_call_machinery`).
 
 On a backend whose host thread does the copying itself (NumPy) a copy
 cannot stop holding the host and page-locking changes nothing, so
@@ -40,9 +51,13 @@ _ALLOC, _FREE, _H2D, _D2H, _SYNC, _ENTER, _EXIT = (
     KINDS.index(k) for k in ("alloc", "free", "h2d", "d2h", "sync", "region_enter", "region_exit"))
 
 
-def hoist(records: Iterable[int], action: str = "upload once") -> Fix:
-    """The records are not made again (the first of each repeated copy is not among them)."""
-    return Fix(action, frozenset(records))
+def hoist(records: Iterable[int], action: str = "upload once", run: Run | None = None) -> Fix:
+    """The records are not made again (the first of each repeated copy is not among them).
+
+    With `run`, dropped library copy calls take their host time with them (`_library_calls`).
+    """
+    drop = frozenset(records)
+    return Fix(action, drop, host_cut=_library_calls(run, drop) if run is not None else {})
 
 
 def keep_resident(run: Run, records: Iterable[int], action: str = "keep resident") -> Fix:
@@ -86,7 +101,49 @@ def keep_resident(run: Run, records: Iterable[int], action: str = "keep resident
             elif k == _FREE and key in downloads and not in_region:
                 drop.add(i)
     _drop_idle_regions(run, drop)
-    return Fix(action, frozenset(drop), host_cut=_call_machinery(run, drop))
+    return Fix(action, frozenset(drop), host_cut={**_library_calls(run, drop), **_call_machinery(run, drop)})
+
+
+def _host_before(run: Run) -> list[int]:
+    """Host time between where the host was known to be and each record, as recorded.
+
+    After a copy recorded with a fingerprint, the time is the recorder's
+    digest: none of it is the program's, so it counts as nothing.
+    """
+    c = run.columns
+    kind, digested = c.kind.tolist(), c.fingerprint.tolist()
+    start = c.start_ns.tolist()
+    end = (c.start_ns + c.duration_ns).tolist()
+    reached = 0
+    before = [0] * len(kind)
+    for i in range(len(kind)):
+        after_digest = i > 0 and kind[i - 1] in (_H2D, _D2H) and digested[i - 1] >= 0
+        before[i] = 0 if after_digest else max(start[i] - reached, 0)
+        reached = max(reached, end[i])
+    return before
+
+
+def _library_calls(run: Run, drop: Iterable[int]) -> dict[int, int]:
+    """Each dropped library copy (no launch or region index) -> the least host time seen before a copy like it.
+
+    "Like it": the same direction at the same line, anywhere in the run
+    (the kept first one included), so a cut never exceeds what the cheapest
+    such call cost the host.
+    """
+    c = run.columns
+    kind, launch, region, site = c.kind.tolist(), c.launch.tolist(), c.region.tolist(), c.site.tolist()
+    wanted = {(site[i], kind[i]) for i in drop
+              if kind[i] in (_H2D, _D2H) and launch[i] == NULL and region[i] == NULL and site[i] != NULL}
+    if not wanted:
+        return {}
+    before = _host_before(run)
+    least: dict[tuple[int, int], int] = {}
+    for i, k in enumerate(kind):
+        key = (site[i], k)
+        if key in wanted and launch[i] == NULL and region[i] == NULL:
+            least[key] = min(least.get(key, before[i]), before[i])
+    return {i: least[(site[i], kind[i])] for i in drop if (site[i], kind[i]) in least and least[(site[i], kind[i])] > 0
+            and launch[i] == NULL and region[i] == NULL}
 
 
 def _drop_idle_regions(run: Run, drop: set[int]) -> None:
@@ -112,9 +169,6 @@ def _call_machinery(run: Run, drop: set[int]) -> dict[int, int]:
     if n == 0:
         return {}
     launch, region, site, kind = c.launch.tolist(), c.region.tolist(), c.site.tolist(), c.kind.tolist()
-    digested = c.fingerprint.tolist()
-    start = c.start_ns.tolist()
-    end = (c.start_ns + c.duration_ns).tolist()
     calls: list[list[int]] = []
     for i in range(n):
         if launch[i] != NULL or region[i] == NULL:
@@ -124,13 +178,7 @@ def _call_machinery(run: Run, drop: set[int]) -> dict[int, int]:
             calls[-1].append(i)
         else:
             calls.append([i])
-    reached = 0
-    before = [0] * n  # host time between what came before and each record, as recorded
-    for i in range(n):
-        # after a copy recorded with a fingerprint, the time is the recorder's digest: none of it is the call's
-        after_digest = i > 0 and kind[i - 1] in (_H2D, _D2H) and digested[i - 1] >= 0
-        before[i] = 0 if after_digest else max(start[i] - reached, 0)
-        reached = max(reached, end[i])
+    before = _host_before(run)
     least: dict[tuple[int, tuple[int, ...]], int] = {}
     for call in calls:
         shape = (site[call[0]], tuple(kind[i] for i in call))
@@ -149,21 +197,30 @@ def page_lock(run: Run, copies: Sequence[int], rate: PinnedRate | None) -> Fix |
 
 
 def drop_syncs(run: Run, syncs: Iterable[int]) -> Fix:
-    """The syncs are not made, and the downloads each one waited for (since the sync before it) do not block."""
+    """The syncs are not made, and the downloads each one waited for (since the sync before it) do not block.
+
+    Downloads a library made itself (no launch or region index: a scalar
+    read through CUDA) are moved out of the loop with their syncs: they go,
+    with their calls' host time (`_library_calls`).
+    """
     dropped = frozenset(syncs)
     if run.meta.backend in HOST_EXECUTED or not dropped:
         return Fix("drop sync", dropped)
-    kind = run.columns.kind.tolist()
+    c = run.columns
+    kind, launch, region = c.kind.tolist(), c.launch.tolist(), c.region.tolist()
     released: set[int] = set()
+    reads: set[int] = set()
     pending: list[int] = []
     for i, k in enumerate(kind):
         if k == _D2H:
             pending.append(i)
         elif k == _SYNC:
             if i in dropped:
-                released.update(pending)
+                for p in pending:
+                    (reads if launch[p] == NULL and region[p] == NULL else released).add(p)
             pending = []
-    return Fix("drop sync", dropped, nonblocking=frozenset(released))
+    drop = dropped | reads
+    return Fix("drop sync", frozenset(drop), nonblocking=frozenset(released), host_cut=_library_calls(run, reads))
 
 
 def fuse(run: Run, launches: Sequence[int]) -> Fix:
