@@ -104,6 +104,8 @@ class Bus:
         self.fingerprinting: tuple[Subscriber, ...] = ()
         self._events: tuple[Subscriber, ...] = ()  # called with an `Event`
         self._rows: tuple[Callable[[Row], None], ...] = ()  # called with a `Row`
+        #: called with a `Row` as the event is issued, before any device timing is known (`watch`)
+        self._watchers: tuple[Callable[[Row], None], ...] = ()
         self._pending: deque[tuple[Row, Timing]] = deque()
         self.launches = 0  # how many launches so far (the next launch's index)
         #: launch indices, unique even when threads launch at once (`next` of a count is one step under the GIL)
@@ -132,6 +134,28 @@ class Bus:
 
         return unsubscribe
 
+    def watch(self, fn: Callable[[Row], None]) -> Callable[[], None]:
+        """Call `fn(row)` as each event is issued, on the issuing thread; returns the function that stops it.
+
+        Subscribers get events in issue order but, on a GPU, only once their
+        device timings are known, which can be at a later sync and on
+        another thread. A watcher is for code that must act while the
+        operation's caller is still at the line that issued it (the
+        profiler's transfer guard): it gets the row at once, with
+        `start_ns` and `duration_ns` not yet final (0 for device-timed
+        events). A watcher counts as a subscriber, so events are built
+        while one is watching.
+        """
+        if not callable(fn):
+            raise TypeError(f"watch() takes a callable, got {type(fn).__name__}")
+        self._watchers = self._watchers + (fn,)
+        self.subscribers = self.subscribers + (fn,)  # type: ignore[operator]
+
+        def unwatch() -> None:
+            self.drop(fn)  # type: ignore[arg-type]
+
+        return unwatch
+
     def drop(self, fn: Subscriber) -> None:
         """Stop calling `fn` at once, delivering nothing still queued (`unsubscribe` delivers it first).
 
@@ -142,9 +166,12 @@ class Bus:
         self.fingerprinting = tuple(s for s in self.fingerprinting if s is not fn)
         self._events = tuple(s for s in self._events if s is not fn)
         self._rows = tuple(s for s in self._rows if s is not fn)
+        self._watchers = tuple(s for s in self._watchers if s is not fn)
 
     def emit(self, event: Event) -> None:
         row: Row = _as_row(event)
+        if self._watchers:
+            self._issued(row)
         if self._pending:
             self._pending.append((row, _READY))
             return
@@ -152,6 +179,8 @@ class Bus:
 
     def emit_row(self, row: Row) -> None:
         """Emit an event given as a `Row` (the launch path's way: no `Event` unless a subscriber wants one)."""
+        if self._watchers:
+            self._issued(row)
         if self._pending:
             self._pending.append((row, _READY))
             return
@@ -160,6 +189,8 @@ class Bus:
     def emit_timed(self, timing: Timing, **fields: object) -> None:
         """Emit an event whose start and duration come from `timing`."""
         row = _row_of(fields)
+        if self._watchers:
+            self._issued(row)
         if not self._pending and timing.ready():
             self._deliver(_timed(row, *timing.resolve()), None)
             return
@@ -172,6 +203,10 @@ class Bus:
             if len(self._pending) > PENDING_HARD_LIMIT:
                 while len(self._pending) > PENDING_SOFT_LIMIT:
                     self._deliver_first()
+
+    def _issued(self, row: Row) -> None:
+        for fn in self._watchers:
+            self._call(fn, row)
 
     def poll(self) -> None:
         """Deliver the queued events whose timings are known, without waiting."""
@@ -256,6 +291,17 @@ def subscribe(fn: Subscriber, *, fingerprints: bool = False, rows: bool = False)
     corrupt the computation it observes.
     """
     return BUS.subscribe(fn, fingerprints, rows)
+
+
+def watch(fn: Callable[[Row], None]) -> Callable[[], None]:
+    """Call `fn(row)` as each event is issued, on the issuing thread, before device timings are known.
+
+    See `Bus.watch`: for code that must act while the caller is still at
+    the line that issued the operation. Returns the function that stops
+    watching. A watcher that raises is dropped with a `RuntimeWarning`, as
+    a subscriber is.
+    """
+    return BUS.watch(fn)
 
 
 def flush() -> None:

@@ -11,6 +11,8 @@ tests/test_import_graph.py and described in docs/design.md):
   the suite recording, calibration.
 * `profiler.analysis`: pure functions of a `Run`: summaries, the
   per-launch table, the runtime detectors OFF501-OFF507.
+* `profiler.guard`: the transfer guard (`no_transfers`, `allow`): scopes
+  in which copies and syncs are mistakes, raised at the user's line.
 * `profiler.outputs`: reports, the Chrome export, baselines, budgets and
   the gate.
 * `profiler.tui`: the Textual app.

@@ -9,11 +9,23 @@
     def test_loop_stays_resident():
         run_my_loop()
 
-The marker records the test's call phase only (not its fixtures) and fails
-the test, listing the call sites that copied, when a count or byte total
-exceeds its limit. Every pytest run of an environment with offload-guard
-installed imports this module, so it imports nothing but pytest until a
-test actually uses the fixture or the marker.
+    @pytest.mark.no_transfers(syncs=True)
+    def test_step_stays_on_the_device():
+        run_my_step()
+
+The markers cover the test's call phase only (not its fixtures).
+`transfer_budget` fails the test, listing the call sites that copied,
+when a count or byte total exceeds its limit. `no_transfers` takes
+`profiler.guard.no_transfers`'s arguments; by default (`mode="log"`) it
+collects every forbidden copy and sync and fails the test naming each
+line with count and bytes, while `mode="raise"` fails at the first, at
+its line. Both markers and the fixture record offload_core's events by
+default; `--offload-source=cupti` (or the ini setting `offload_source =
+cupti`) records every CUDA copy through CUPTI instead, so that plain
+CuPy and PyTorch tests can be budgeted and guarded on a GPU. Every pytest
+run of an environment with offload-guard installed imports this module,
+so it imports nothing but pytest until a test actually uses the fixture
+or a marker.
 """
 
 from __future__ import annotations
@@ -26,10 +38,13 @@ import pytest
 if TYPE_CHECKING:
     from .analysis.detectors import Finding
     from .analysis.summary import Flow, SiteSummary, Totals
+    from .sources.cupti import CuptiRecorder
     from .sources.recorder import Recorder
     from .trace.model import Run
 
 LIMITS = ("h2d", "d2h", "h2d_bytes", "d2h_bytes", "syncs", "launches")
+SOURCES = ("offload", "cupti")
+GUARD_ARGS = ("h2d", "d2h", "syncs", "mode", "min_bytes", "allow_scalars", "source")
 
 
 class Transfers:
@@ -38,10 +53,19 @@ class Transfers:
     The attributes are live while recording and final after the block.
     """
 
-    def __init__(self, fingerprints: bool = False) -> None:
-        from .sources.recorder import Recorder
+    def __init__(self, fingerprints: bool = False, source: str = "offload") -> None:
+        if source not in SOURCES:
+            raise ValueError(f"offload_transfers(source={source!r}): use offload or cupti")
+        self._recorder: Recorder | CuptiRecorder
+        if source == "cupti":
+            from .sources.cupti import CuptiRecorder
 
-        self._recorder: Recorder = Recorder(fingerprints=fingerprints)
+            self._recorder = CuptiRecorder(fingerprints=fingerprints, launch_sites="none")
+        else:
+            from .sources.recorder import Recorder
+
+            self._recorder = Recorder(fingerprints=fingerprints)
+        self.source = source
         self._final: Run | None = None
 
     def start(self) -> Transfers:
@@ -50,7 +74,8 @@ class Transfers:
         return self
 
     def stop(self) -> None:
-        self._recorder.stop()
+        if self._recorder.active:
+            self._recorder.stop()
 
     def __enter__(self) -> Transfers:
         return self.start()
@@ -108,21 +133,45 @@ class Transfers:
                 f"launches={t.launches.count} syncs={t.syncs.count}>")
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("offload-guard")
+    group.addoption("--offload-source", choices=SOURCES, default=None,
+                    help="what transfer_budget, no_transfers and offload_transfers record: offload_core's events "
+                         "(offload, the default) or every CUDA copy through CUPTI (cupti: NVIDIA GPU and the "
+                         "cupti extra); overrides the ini setting offload_source")
+    parser.addini("offload_source", "offload or cupti: the default of --offload-source", default="offload")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "transfer_budget(h2d=None, d2h=None, h2d_bytes=None, d2h_bytes=None, syncs=None, launches=None): "
-        "fail the test when its offload_core copies, syncs or launches exceed these limits",
+        "fail the test when its copies, syncs or launches exceed these limits",
     )
+    config.addinivalue_line(
+        "markers",
+        "no_transfers(h2d=True, d2h=True, syncs=False, mode='log', min_bytes=0, allow_scalars=False, source=None): "
+        "fail the test naming every line that copied or synced against profiler.guard.no_transfers",
+    )
+    recording_source(config)  # a bad ini value stops the run at once, in one line
+
+
+def recording_source(config: pytest.Config) -> str:
+    """`--offload-source`, else the ini `offload_source`; a bad ini value is a usage error."""
+    value = config.getoption("offload_source", None) or config.getini("offload_source") or "offload"
+    if value not in SOURCES:
+        raise pytest.UsageError(f"offload_source = {value!r}: use offload or cupti")
+    return str(value)
 
 
 @pytest.fixture
-def offload_transfers() -> Iterator[Callable[..., Transfers]]:
+def offload_transfers(request: pytest.FixtureRequest) -> Iterator[Callable[..., Transfers]]:
     """A factory of recording contexts: `with offload_transfers() as t: ...; t.h2d.count`."""
     made: list[Transfers] = []
+    default = recording_source(request.config)
 
-    def factory(*, fingerprints: bool = False) -> Transfers:
-        t = Transfers(fingerprints=fingerprints)
+    def factory(*, fingerprints: bool = False, source: str | None = None) -> Transfers:
+        t = Transfers(fingerprints=fingerprints, source=source or default)
         made.append(t)
         return t
 
@@ -179,22 +228,70 @@ def over_budget(t: Transfers, limits: dict[str, int], spec: str) -> str | None:
     return "\n".join(lines)
 
 
+def _guard_kwargs(marker: pytest.Mark, default_source: str) -> dict[str, Any]:
+    if marker.args:
+        raise ValueError("no_transfers takes keyword arguments only, e.g. no_transfers(syncs=True)")
+    unknown = sorted(set(marker.kwargs) - set(GUARD_ARGS))
+    if unknown:
+        raise ValueError(f"no_transfers: unknown argument(s) {', '.join(unknown)}; use {', '.join(GUARD_ARGS)}")
+    kwargs = {"mode": "log", **{k: v for k, v in marker.kwargs.items() if v is not None}}
+    kwargs.setdefault("source", "cupti" if default_source == "cupti" else "auto")
+    return kwargs
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
-    marker = item.get_closest_marker("transfer_budget")
-    if marker is None:
+    budget = item.get_closest_marker("transfer_budget")
+    guard_marker = item.get_closest_marker("no_transfers")
+    if budget is None and guard_marker is None:
         return (yield)
-    try:
-        limits = _limits(marker)
-    except ValueError as exc:  # a misspelt limit fails its test, with the message and no traceback
+    from .errors import ProfilerError
+
+    source = recording_source(item.config)
+    try:  # misspelt arguments fail their test, with the message and no traceback
+        limits = _limits(budget) if budget is not None else {}
+        if guard_marker is not None:
+            from .guard import Rules
+            from .guard.scopes import NoTransfers
+
+            guarded: NoTransfers | None = NoTransfers(Rules.make(**_guard_kwargs(guard_marker, source)),
+                                                      summary=False)
+        else:
+            guarded = None
+    except (ValueError, TypeError) as exc:
         pytest.fail(str(exc), pytrace=False)
-    spec = "transfer_budget(" + ", ".join(f"{k}={v!r}" for k, v in marker.kwargs.items()) + ")"
-    t = Transfers().start()
+    t: Transfers | None = None
     try:
-        result = yield
+        if budget is not None:  # first: a CUPTI recording must hold CUPTI before the guard listens through it
+            t = Transfers(source=source).start()
+        if guarded is not None:
+            guarded.__enter__()
+    except (ProfilerError, Warning) as exc:  # no CUPTI here (or a filter made the guard's note an error): one line
+        if t is not None:
+            t.stop()
+        pytest.fail(str(exc), pytrace=False)
+    messages = []
+    try:
+        try:
+            result = yield
+        finally:
+            if guarded is not None:
+                try:
+                    guarded.__exit__(None, None, None)
+                except Warning as note:  # what it could not see, made an error by a filter: one line
+                    messages.append(str(note))
     finally:
-        t.stop()
-    message = over_budget(t, limits, spec)
-    if message is not None:
-        pytest.fail(message, pytrace=False)
+        if t is not None:
+            t.stop()
+    if guarded is not None and guarded.violations:
+        from .guard import Summary
+
+        messages.append(Summary(guarded.rules, tuple(guarded.violations)).describe())
+    if budget is not None and t is not None:
+        spec = "transfer_budget(" + ", ".join(f"{k}={v!r}" for k, v in budget.kwargs.items()) + ")"
+        message = over_budget(t, limits, spec)
+        if message is not None:
+            messages.append(message)
+    if messages:
+        pytest.fail("\n".join(messages), pytrace=False)
     return result

@@ -24,6 +24,7 @@ from ..errors import ProfilerError
 from .common import DEFAULT_TRACE, check_writable, save_trace
 
 if TYPE_CHECKING:
+    from ..guard.scopes import NoTransfers
     from ..sources import Source
     from ..sources.children import Gathered
     from ..sources.parts import Unrecorded
@@ -56,7 +57,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="time every launch with its own device events (offload_core on a GPU) and take every "
                         "launch's call site (CUPTI); by default both are sampled, which costs far less")
     p.add_argument("--link", help="link profile to store with the trace (default: this machine's calibration)")
-    p.epilog = "The target runs in this process with its own argv, sys.path[0] and __main__."
+    p.epilog = ("The target runs in this process with its own argv, sys.path[0] and __main__. "
+                "OFFLOAD_GUARD=raise|warn|log runs it under a transfer guard (profiler.guard; kinds from "
+                "OFFLOAD_GUARD_KINDS=h2d,d2h,sync, default h2d,d2h): with raise the first forbidden copy raises at "
+                "its line and the run exits 1.")
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -73,6 +77,7 @@ def _run_here(args: argparse.Namespace, target: Target, output: Path) -> int:
     import offload_core
     from offload_core.errors import OffloadError
 
+    from ..guard.environment import from_environment
     from ..sources import Source
     from ..sources.children import ChildRecording
     from ..sources.recorder import Recorder
@@ -93,6 +98,7 @@ def _run_here(args: argparse.Namespace, target: Target, output: Path) -> int:
     except (OffloadError, ValueError) as exc:
         raise ProfilerError(str(exc)) from None
     link = resolve(args.link) if args.link else calibrated(backend_name)
+    guarded = from_environment(os.environ)  # a bad OFFLOAD_GUARD is refused before anything runs
     recorder: Source
     if cupti:
         from ..sources.cupti import CuptiRecorder
@@ -124,10 +130,50 @@ def _run_here(args: argparse.Namespace, target: Target, output: Path) -> int:
         raise ProfilerError(f"cannot make a folder for the child processes' records ({exc.strerror or exc})") from None
     outcome = Ending("interrupted", 130)
     try:
-        outcome = run_target(target)
+        if guarded is None:
+            outcome = run_target(target)
+        else:
+            outcome = _run_guarded(target, guarded)
     finally:
         finish(outcome)
     return outcome.exit_code
+
+
+def _run_guarded(target: Target, guarded: NoTransfers) -> Ending:
+    """The target inside the `OFFLOAD_GUARD` scope; its findings on stderr, and a failure if it made any."""
+    import warnings
+
+    from ..guard import GuardSourceWarning, Summary, TransferGuardError
+    from ..sources.runner import Ending, run_target
+
+    def say(notes: list[warnings.WarningMessage]) -> None:
+        for note in notes:  # what the guard cannot see here, as the CLI's own line
+            print(f"offload-prof: {str(note.message).replace('offload guard: ', 'guard: ', 1)}", file=sys.stderr)
+
+    with warnings.catch_warnings(record=True) as notes:
+        warnings.simplefilter("always", GuardSourceWarning)
+        try:
+            guarded.__enter__()
+        except Exception as exc:  # no source for the guard: one line, as any bad input
+            raise ProfilerError(str(exc).splitlines()[0]) from None
+    say(notes)
+    outcome = Ending("interrupted", 130)
+    try:
+        outcome = run_target(target)
+    finally:
+        with warnings.catch_warnings(record=True) as notes:
+            warnings.simplefilter("always", GuardSourceWarning)
+            try:
+                guarded.__exit__(None, None, None)
+            except TransferGuardError as exc:  # made where no user line was on the stack
+                print(f"offload-prof: guard: {exc}", file=sys.stderr)
+                if outcome.exit_code == 0:
+                    outcome = Ending("exception", 1)
+        say(notes)
+    rules, found = guarded.rules, guarded.violations
+    if found and rules.mode != "raise":
+        print(f"offload-prof: guard: {Summary(rules, tuple(found)).describe()}", file=sys.stderr)
+    return outcome
 
 
 def _merged(recorder: Source, gathered: Gathered, target: Target, outcome: Ending, hard_exit: int | None,

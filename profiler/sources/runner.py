@@ -169,10 +169,20 @@ def signals_deferred() -> Iterator[None]:
 
 
 def _print_target_traceback() -> None:
-    """The target's traceback, as Python would print it, without the profiler's own frames."""
+    """The target's traceback, as Python would print it, without the profiler's own frames.
+
+    Frames that ask to be hidden as pytest's are (`__tracebackhide__`: the
+    transfer guard's, which raises at the user's line) are left out too.
+    """
     etype, value, tb = sys.exc_info()
     here = os.path.abspath(__file__)
     runpy_file = os.path.abspath(runpy.__file__)
     while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) in (here, runpy_file):
         tb = tb.tb_next
+    link = tb
+    while link is not None and link.tb_next is not None:
+        if link.tb_next.tb_frame.f_locals.get("__tracebackhide__") is True:
+            link.tb_next = link.tb_next.tb_next
+        else:
+            link = link.tb_next
     traceback.print_exception(etype, value, tb, file=sys.stderr)

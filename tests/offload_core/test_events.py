@@ -204,3 +204,30 @@ def test_row_subscribers_get_the_same_events_as_tuples() -> None:
     assert all(type(r) is tuple for r in rows) and rows[-1][5] == "late" and rows[-1][3:5] == (100, 5), \
         "the late timing filled in on flush"
     assert {r[0] for r in rows} >= {"alloc", "h2d", "launch", "d2h", "sync", "free", "region_enter", "region_exit"}
+
+
+def test_watchers_see_each_event_as_it_is_issued_even_while_timings_wait() -> None:
+    seen: list[tuple[object, ...]] = []
+    delivered: list[Event] = []
+    stop_rows = events.subscribe(delivered.append)
+    stop = events.watch(seen.append)
+    try:
+        assert seen.append in BUS.subscribers, "a watcher counts as a subscriber, so launches build their events"
+        BUS.emit_timed(LateTiming(), kind="h2d", nbytes=8, param="x")
+        BUS.emit(Event(kind="sync"))
+        assert [(r[0], r[1], r[7]) for r in seen] == [("h2d", 8, "x"), ("sync", 0, None)], "at once, in issue order"
+        assert delivered == [], "subscribers still wait for the device timing"
+        events.flush()
+        assert [e.kind for e in delivered] == ["h2d", "sync"] and len(seen) == 2, "a watcher sees each event once"
+        y, x = np.zeros(8), np.ones(8)
+        offload(daxpy, y, x, 1.0)
+        assert [r[0] for r in seen[2:] if r[0] in ("h2d", "d2h")] == ["h2d", "h2d", "d2h"]
+    finally:
+        stop()
+        stop_rows()
+    assert seen.append not in BUS.subscribers
+    n = len(seen)
+    offload(daxpy, np.zeros(8), np.ones(8), 1.0)
+    assert len(seen) == n, "stopped"
+    with pytest.raises(TypeError, match="watch\\(\\) takes a callable"):
+        events.watch(3)  # type: ignore[arg-type]

@@ -116,4 +116,6 @@ def test_negative():
 
 def test_marker_is_registered(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess("--markers")
-    result.stdout.fnmatch_lines(["*transfer_budget(h2d=None, d2h=None, *): fail the test when its offload_core copies*"])
+    result.stdout.fnmatch_lines(["*transfer_budget(h2d=None, d2h=None, *): fail the test when its copies*",
+                                 "*no_transfers(h2d=True, d2h=True, syncs=False, mode='log', *): fail the test naming "
+                                 "every line*"])

@@ -14,7 +14,10 @@ rocprofv3's output). The modules, in dependency order:
 * `probe`: is cupti-python installed, is there an NVIDIA GPU (one-line errors).
 * `native`: libcupti's hot paths (API callbacks, activity buffers) through ctypes.
 * `buffers`: activity buffers lent to CUPTI and decoded in bulk with NumPy.
-* `tracer`: the live CUPTI session (with `native`, the only code that calls CUPTI).
+* `listeners`: who must hear of a copy or sync while its Python line is on the stack (the transfer guard).
+* `tracer`: the live CUPTI session (with `native` and `listening`, the only code that calls CUPTI); it
+  also calls the listeners.
+* `listening`: a listening-only CUPTI session for the listeners while no recording runs.
 * `recorder`: `CuptiRecorder`, the `Recorder` interface `offload-prof run --source cupti` uses.
 
 Importing this package imports neither cupti-python nor CuPy: cupti-python

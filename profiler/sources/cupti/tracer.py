@@ -46,6 +46,7 @@ from . import activity as act
 from .apis import APIS, COPY, DRIVER, LAUNCH, RUNTIME, SYNC, Api, copy_reader, resolve
 from .buffers import CStrings, Pool, record_dtypes, records_of
 from .frames import FrameFilter
+from .listeners import LISTENERS
 from .native import CallbackLayout, Native
 from .sampling import PER_WINDOW, PERIOD_S, LaunchSampler, LaunchSites
 
@@ -152,6 +153,8 @@ class Tracer:
                 if self.launch_sites == "sampled" and launches:  # made first: the callback counts launches for it
                     self.sampler = LaunchSampler(self._switch(launches), per_window=self._window[0],
                                                  period_s=self._window[1], on_reopen=self._outer.clear)
+                if LISTENERS.session is not None:  # a guard's listening-only session gives CUPTI up meanwhile
+                    LISTENERS.session.pause()
                 self._subscriber, self._pointer = native.subscribe(self._callback(by_id))
                 for key, api in by_id.items():
                     if api.role != LAUNCH or self.launch_sites != "none":
@@ -246,6 +249,12 @@ class Tracer:
         self._unsubscribe()
         if _ACTIVE is self:
             _ACTIVE = None
+        session = LISTENERS.session
+        if session is not None and _ACTIVE is None:
+            try:  # the guard that listened before the recording listens again
+                session.resume()
+            except Exception as exc:
+                self.error("resuming the transfer guard's CUPTI session", exc)
 
     def _decode(self) -> tuple[list[act.Copy], list[act.Memset], list[act.Kernel], list[act.Sync]]:
         """The filled buffers' records, in the profiler's vocabulary; the buffers go back to the pool."""
@@ -334,6 +343,7 @@ class Tracer:
         pending: dict[int, tuple[int, int, int, Any]] = {}
         awaiting: dict[int, int] = {}  # thread -> correlation id of the sync that makes them final
         errors = self.error
+        listeners = LISTENERS
 
         def on_api(userdata: Any, domain: int, cbid: int, address: int) -> None:
             try:
@@ -351,12 +361,14 @@ class Tracer:
                 api, copy = entry
                 tid = get_ident()
                 role = api.role
+                nested = False  # a driver call inside a runtime call: the listeners heard of the runtime call
                 if not is_runtime:
                     inside = outer.get(tid)
                     if inside is not None and inside[2] == role:  # the runtime call around it has the site
                         if corr not in calls:  # the two may share one correlation id: keep the outer's arguments
                             calls[corr] = (api, inside[0], inside[1], None, None, None, None, 0)
                         return
+                    nested = inside is not None
                 if role == LAUNCH and sampler is not None:
                     sampler.seen()
                 try:
@@ -375,11 +387,15 @@ class Tracer:
                             del pending[tid]
                 calls[corr] = (api, site, instr, None, None, None, None, 0)  # kept if the block is unreadable
                 if copy is None or not params:
+                    if listeners.fns and (role == SYNC or role == COPY) and not nested:
+                        listeners.call(api, frame)
                     return
                 dst, src, count, direction = copy(params)
                 calls[corr] = (api, site, instr, direction, dst if direction != "h2d" else None,
                                src if direction != "d2h" else None, count,
                                timestamp() if direction != "h2d" else 0)
+                if listeners.fns and not nested:  # a transfer guard: told while the call's Python line is on the stack
+                    listeners.call(api, frame, direction, count, dst, src)
             except Exception as exc:
                 errors("in a CUDA API callback", exc)
 

@@ -264,3 +264,26 @@ class FakeCuda:
         """PyTorch's `.item()`: an async D2H into pageable memory, then a stream sync, in one call."""
         self.memcpy(dst, src, count, self.D2H, asynchronous=True, src_kind=3, dst_kind=1)
         self.synchronize()
+
+
+_COMPARE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+
+
+def through_c(fn: Callable[[], object]) -> None:
+    """Call `fn` from C (libc's `qsort` calling back), as a CUDA call reaches CUPTI's callback from C code.
+
+    Between the caller's line and `fn` there is then a C frame that swallows
+    any exception `fn` raises, as ctypes does for CUPTI's callbacks.
+    """
+    called: list[int] = []
+
+    def compare(a: int, b: int) -> int:
+        if not called:
+            called.append(1)
+            fn()
+        return 0
+
+    pointer = _COMPARE(compare)
+    items = (ctypes.c_int * 2)(1, 2)
+    ctypes.CDLL(None).qsort(items, 2, ctypes.sizeof(ctypes.c_int), pointer)
+    assert called, "qsort called back"

@@ -1,0 +1,223 @@
+"""`no_transfers(...)` and `allow(reason=...)`: the scopes a user writes, as context managers and decorators.
+
+Entering a scope pushes it on this thread's or task's stack (`state`),
+starts the sources if it is the first open scope of the process
+(`watchers`), and says once what the guard cannot see here. Leaving it
+pops it, stops the sources after the last one, and finishes by mode:
+`raise` raises what could not be raised at a user line (a copy made with
+no user frame on the stack), `log` writes the summary (one logging
+record on the `offload_guard` logger: lines, counts, bytes), `warn` has
+already warned at each line.
+
+As a decorator each call of the function opens a fresh scope with the
+same settings (recursion and threads each get their own); on an `async
+def` the scope spans the coroutine's whole run, not only its creation.
+
+JAX copies on its own threads (the upload of `jax.device_put` runs when
+XLA dispatches it), out of reach of a check on the calling thread; so in
+`mode="raise"` a scope also turns on JAX's own transfer guard for the
+forbidden directions, which refuses the transfer at the calling line,
+and turns JAX's error into a `TransferGuardError` naming that line.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import sys
+from contextlib import ExitStack
+from types import TracebackType
+from typing import Any, Callable, TypeVar
+
+from offload_core.sites import Site
+
+from . import delivery
+from .records import Rules, Summary, TransferGuardError, Violation
+from .state import STACK, Hole, Scope
+from . import watchers
+from .watchers import SOURCES
+
+F = TypeVar("F", bound=Callable[..., Any])
+LOG = logging.getLogger("offload_guard")
+
+
+class NoTransfers:
+    """A `no_transfers(...)` scope (see `profiler.guard.no_transfers`); `violations` after it ends."""
+
+    def __init__(self, rules: Rules, *, summary: bool = True) -> None:
+        self.rules = rules
+        self.summary = summary
+        self.scope: Scope | None = None
+        self._token: Any = None
+        self._cupti = False
+        self._jax: ExitStack | None = None
+
+    @property
+    def violations(self) -> list[Violation]:
+        """What the scope caught (so far, while it is open)."""
+        return list(self.scope.violations) if self.scope is not None else []
+
+    def __enter__(self) -> NoTransfers:
+        if self._token is not None:
+            raise RuntimeError("this no_transfers scope is already open; open a new one (or use it as a decorator)")
+        cupti, notes = SOURCES.acquire(self.rules)
+        try:
+            for note in notes:
+                SOURCES.say(note)
+            self.scope = Scope(self.rules)
+            self._token = STACK.set(STACK.get() + (self.scope,))
+            self._cupti = cupti
+            if self.rules.mode == "raise":
+                self._jax = _jax_guard(self.rules)
+                self.scope.jax = self._jax is not None
+        except BaseException:
+            if self._token is not None:
+                STACK.reset(self._token)
+                self._token = None
+            SOURCES.release(cupti)
+            raise
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> bool:
+        scope = self.scope
+        assert scope is not None and self._token is not None
+        try:
+            if self._jax is not None:
+                self._jax.close()
+                self._jax = None
+            STACK.reset(self._token)
+        except ValueError:  # left in another context than it was entered in (a task that moved): pop ours
+            STACK.set(tuple(e for e in STACK.get() if e is not scope))
+        self._token = None
+        SOURCES.release(self._cupti)
+        waiting = delivery.cancel()  # a raise whose frame ended without executing again (never in practice)
+        if waiting is not None:
+            scope.undelivered.append(waiting)
+        delivery.restore_tracing()
+        if exc is not None:
+            delivery.prune(exc)
+        if exc is not None and _jax_refusal(exc):
+            raise _from_jax(exc, self.rules, scope) from exc
+        if self.rules.mode == "log" and self.summary and scope.violations:
+            LOG.warning("%s", Summary(self.rules, tuple(scope.violations)).describe())
+        if scope.undelivered and exc is None:
+            raise scope.undelivered[0]
+        if exc is None:
+            for note in SOURCES.blind_spots(self.rules, self._cupti):
+                SOURCES.say(note)
+        return False
+
+    def __call__(self, func: F) -> F:
+        """The decorator form: every call runs inside a fresh scope with these settings."""
+        rules, summary = self.rules, self.summary
+        if inspect.iscoroutinefunction(func):
+            @functools.wraps(func)
+            async def guarded_async(*args: Any, **kwargs: Any) -> Any:
+                with NoTransfers(rules, summary=summary):
+                    return await func(*args, **kwargs)
+            return guarded_async  # type: ignore[return-value]
+
+        @functools.wraps(func)
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            with NoTransfers(rules, summary=summary):
+                return func(*args, **kwargs)
+        return guarded  # type: ignore[return-value]
+
+
+class Allow:
+    """An `allow(reason=...)` hole (see `profiler.guard.allow`); `passed` counts what went through."""
+
+    def __init__(self, reason: str) -> None:
+        if not isinstance(reason, str) or not reason.strip():
+            raise ValueError("allow() needs a reason, e.g. allow(reason='one upload of the weights')")
+        self.reason = reason
+        self.hole: Hole | None = None
+        self._token: Any = None
+        self._jax: ExitStack | None = None
+
+    @property
+    def passed(self) -> int:
+        return self.hole.passed if self.hole is not None else 0
+
+    def __enter__(self) -> Allow:
+        self.hole = Hole(self.reason)
+        jax = sys.modules.get("jax")
+        if jax is not None and any(isinstance(e, Scope) and e.jax for e in STACK.get()):
+            self._jax = ExitStack()  # the hole is a hole for JAX too
+            self._jax.enter_context(jax.transfer_guard("allow"))
+        self._token = STACK.set(STACK.get() + (self.hole,))
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> bool:
+        try:
+            STACK.reset(self._token)
+        except ValueError:
+            STACK.set(tuple(e for e in STACK.get() if e is not self.hole))
+        self._token = None
+        if self._jax is not None:
+            self._jax.close()
+            self._jax = None
+        return False
+
+    def __call__(self, func: F) -> F:
+        reason = self.reason
+        if inspect.iscoroutinefunction(func):
+            @functools.wraps(func)
+            async def allowed_async(*args: Any, **kwargs: Any) -> Any:
+                with Allow(reason):
+                    return await func(*args, **kwargs)
+            return allowed_async  # type: ignore[return-value]
+
+        @functools.wraps(func)
+        def allowed(*args: Any, **kwargs: Any) -> Any:
+            with Allow(reason):
+                return func(*args, **kwargs)
+        return allowed  # type: ignore[return-value]
+
+
+# -------------------------------------------------------------------------- JAX
+def _jax_guard(rules: Rules) -> ExitStack | None:
+    """JAX's own transfer guard for the forbidden directions, where JAX is loaded and its guard is off."""
+    jax = sys.modules.get("jax")
+    if jax is None or any(isinstance(e, Scope) and e.jax for e in STACK.get()):
+        return None  # an enclosing scope already did (or JAX is not in use)
+    from .watchers import INTERPLAY
+
+    if INTERPLAY.jax_guard:
+        return None
+    stack = ExitStack()
+    try:
+        if rules.h2d:
+            stack.enter_context(jax.transfer_guard_host_to_device("disallow_explicit"))
+        if rules.d2h:
+            stack.enter_context(jax.transfer_guard_device_to_host("disallow_explicit"))
+    except Exception:  # a JAX without these: the CUPTI source is all there is
+        stack.close()
+        return None
+    return stack
+
+
+def _jax_refusal(exc: BaseException) -> bool:
+    """Whether `exc` is JAX's transfer guard refusing (its C++ raises it as XlaRuntimeError/JaxRuntimeError)."""
+    text = str(exc)
+    return "Disallowed host-to-device transfer" in text or "Disallowed device-to-host transfer" in text
+
+
+def _from_jax(exc: BaseException, rules: Rules, scope: Scope) -> TransferGuardError:
+    """JAX's refusal as the guard's error, naming the user's line the traceback passes through."""
+    text = str(exc)
+    kind = "h2d" if "host-to-device" in text else "d2h" if "device-to-host" in text else "h2d"
+    frame = None
+    tb = exc.__traceback__
+    while tb is not None:  # the innermost user frame of the traceback
+        if not watchers.FRAMES.filter.is_library(tb.tb_frame.f_code):
+            frame, line = tb.tb_frame, tb.tb_lineno
+        tb = tb.tb_next
+    site = None if frame is None else Site(frame.f_code.co_filename, line, frame.f_code.co_name)
+    first = text.split("\n", 1)[0]
+    violation = Violation(kind, None, site, f"jax ({first})", "", "jax.transfer_guard")
+    scope.add(violation)
+    return TransferGuardError(violation.describe(rules), [violation])
