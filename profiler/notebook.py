@@ -17,6 +17,14 @@ tracebacks (`Cell In[3], line 4`) and the line counted as the editor
 shows it, the magic's line included. Where no HTML can be shown (a
 terminal IPython), the cell's value prints as the text report.
 
+`%offload_prof_guard` turns the transfer guard (`profiler.guard`) on for
+the cells that follow: each runs inside its own `no_transfers(...)` scope,
+opened before the cell and closed after it by IPython's `pre_run_cell` and
+`post_run_cell` events, so the scope lives in the cell's own context (a
+kernel may run each cell in a task of its own, where a scope opened by an
+earlier cell would not be seen) and a forbidden copy raises at the cell's
+line. `%offload_prof_guard off` ends it after the cell it is in.
+
 This module imports IPython, so only the extension loader imports it.
 """
 
@@ -28,10 +36,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, cell_magic, magics_class
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from .errors import ProfilerError
+from .guard import NoTransfers, Rules
 from .outputs.html.page import Analysed, cell_html
 from .outputs.html.parts import Where
 from .outputs.report import analyse, render_report
@@ -99,9 +108,85 @@ def cell_where(shell: Any, body: str, cell: str, cwd: str) -> Where:
     return where
 
 
+class CellGuard:
+    """The transfer guard around each cell after `%offload_prof_guard`, until `%offload_prof_guard off`."""
+
+    def __init__(self, shell: Any) -> None:
+        self.shell = shell
+        #: the rules later cells run under; None: off
+        self.rules: Rules | None = None
+        self.scope: NoTransfers | None = None
+        self._registered = False
+
+    def turn_on(self, rules: Rules) -> None:
+        self.rules = rules
+        if not self._registered:
+            self.shell.events.register("pre_run_cell", self.before_cell)
+            self.shell.events.register("post_run_cell", self.after_cell)
+            self._registered = True
+
+    def turn_off(self) -> None:
+        self.rules = None  # the cell running now keeps its scope until it ends
+
+    def before_cell(self, info: Any) -> None:
+        if self.rules is not None and self.scope is None:
+            scope = NoTransfers(self.rules, summary=True)
+            try:
+                scope.__enter__()
+            except Exception as exc:  # a source that cannot start: say so, and run the cell unguarded
+                print(f"offload-prof guard: {exc}", file=sys.stderr)
+                return
+            self.scope = scope
+
+    def after_cell(self, result: Any) -> None:
+        scope, self.scope = self.scope, None
+        if scope is None:
+            return
+        error = getattr(result, "error_in_exec", None)
+        try:
+            scope.__exit__(type(error) if error is not None else None, error,
+                           error.__traceback__ if error is not None else None)
+        except Exception as exc:  # what could not be raised at a line of the cell: shown, as IPython cannot raise it
+            print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
+
+
 @magics_class
 class OffloadProfMagics(Magics):  # type: ignore[misc]  # IPython is untyped
-    """`%%offload_prof`: record one cell and show its report."""
+    """`%%offload_prof`: record one cell and show its report; `%offload_prof_guard`: guard the cells that follow."""
+
+    def __init__(self, shell: Any) -> None:
+        super().__init__(shell)
+        self.guard = CellGuard(shell)
+
+    @magic_arguments()  # type: ignore[misc]
+    @argument("state", nargs="?", choices=("on", "off"), default="on", help="on (the default) or off")
+    @argument("--mode", choices=("raise", "warn", "log"), default="raise",
+              help="raise a TransferGuardError at the line (default), warn once per line, or log a summary per cell")
+    @argument("--syncs", action="store_true", help="forbid syncs too")
+    @argument("--allow-h2d", action="store_true", help="let host->device copies through")
+    @argument("--allow-d2h", action="store_true", help="let device->host copies through")
+    @argument("--min-bytes", default="0", help="let smaller copies through (4096, 64 KiB)")
+    @argument("--allow-scalars", action="store_true", help="let one-element reads for control flow through")
+    @argument("--source", choices=("auto", "offload", "cupti"), default="auto",
+              help="what sees the copies: offload_core's events, CUPTI (NVIDIA), or both where they can run")
+    @line_magic  # type: ignore[misc]
+    def offload_prof_guard(self, line: str) -> None:
+        """Forbid host<->device copies (and, with --syncs, syncs) in the cells after this one."""
+        args = parse_argstring(self.offload_prof_guard, line)
+        if args.state == "off":
+            was = self.guard.rules is not None
+            self.guard.turn_off()
+            print("offload-prof: the transfer guard is off after this cell" if was else
+                  "offload-prof: the transfer guard was not on")
+            return
+        try:
+            rules = Rules.make(h2d=not args.allow_h2d, d2h=not args.allow_d2h, syncs=args.syncs, mode=args.mode,
+                               min_bytes=args.min_bytes, allow_scalars=args.allow_scalars, source=args.source)
+        except (TypeError, ValueError) as exc:
+            raise UsageError(str(exc)) from None
+        self.guard.turn_on(rules)
+        print(f"offload-prof: the transfer guard is on for the cells after this one: {rules.spec()} "
+              "(`%offload_prof_guard off` ends it)")
 
     @magic_arguments()  # type: ignore[misc]
     @argument("--mode", choices=("naive", "batched"),

@@ -179,3 +179,52 @@ def test_cupti_records_plain_cupy_copies_in_a_cell(tmp_path: Path) -> None:
     site = cells(page.by_id("site-1"))
     assert site[1] == "Cell In[3], line 3" and site[3] == "10 / 83.9 MB"
     assert "OFF502" in [page.by_id(i).attrs["data-code"] for i in page.ids("finding-")]
+
+
+GUARD_CELLS = [
+    "%load_ext profiler",
+    SETUP,
+    "%offload_prof_guard\noffload(daxpy, y, x, 2.0)\nprint('this cell is not guarded')",
+    "offload(daxpy, y, x, 2.0)",
+    "z = x * 2\nprint('no copy, no error')",
+    "%offload_prof_guard off",
+    "offload(daxpy, y, x, 2.0)\nprint('copied after off')",
+    "%offload_prof_guard --mode nonsense",
+    "%offload_prof_guard --mode warn --allow-d2h\nprint('warn mode on')",
+    "offload(daxpy, y, x, 2.0)\nprint('warned, went on')",
+]
+
+
+@pytest.fixture(scope="module")
+def guarded(tmp_path_factory: pytest.TempPathFactory) -> list[Any]:
+    return execute(GUARD_CELLS, tmp_path_factory.mktemp("guard"), OFFLOAD_BACKEND="numpy", OFFLOAD_MODE="batched")
+
+
+def _stdout(outputs: list[Any]) -> str:
+    return "".join(o["text"] for o in outputs if o.get("output_type") == "stream" and o.get("name") == "stdout")
+
+
+def test_the_guard_starts_with_the_next_cell_and_raises_at_its_line(guarded: list[Any]) -> None:
+    turned_on = _stdout(guarded[2])
+    assert turned_on.startswith("offload-prof: the transfer guard is on for the cells after this one: "
+                                "no_transfers(h2d=True, d2h=True, syncs=False, mode='raise')")
+    assert turned_on.endswith("this cell is not guarded\n") and not _errors(guarded[2])
+    errors = _errors(guarded[3])
+    assert [e["ename"] for e in errors] == ["TransferGuardError"]
+    assert "`offload(daxpy, y, x, 2.0)`" in errors[0]["evalue"] and "H2D" in errors[0]["evalue"]
+    assert "forbidden by no_transfers(h2d=True, d2h=True, syncs=False, mode='raise')" in errors[0]["evalue"]
+    assert _stdout(guarded[4]) == "no copy, no error\n" and not _errors(guarded[4])
+
+
+def test_off_ends_the_guard_after_its_cell(guarded: list[Any]) -> None:
+    assert _stdout(guarded[5]) == "offload-prof: the transfer guard is off after this cell\n"
+    assert _stdout(guarded[6]) == "copied after off\n" and not _errors(guarded[6])
+
+
+def test_bad_guard_options_are_one_line_and_warn_mode_goes_on(guarded: list[Any]) -> None:
+    assert [(o["output_type"], o.get("name")) for o in guarded[7]] == [("stream", "stderr")]
+    assert guarded[7][0]["text"].startswith("UsageError: argument --mode: invalid choice: 'nonsense'")
+    assert "mode='warn'" in _stdout(guarded[8]) and "d2h=False" in _stdout(guarded[8])
+    assert _stdout(guarded[9]) == "warned, went on\n" and not _errors(guarded[9])
+    warned = "".join(o["text"] for o in guarded[9] if o.get("name") == "stderr")
+    assert "TransferGuardWarning" in warned and "`offload(daxpy, y, x, 2.0)`" in warned
