@@ -61,13 +61,16 @@ class Example:
 
     `fixed` (invalid examples of rules with a fix) is the code after every
     fix offered for the findings is applied, unsafe ones included; where no
-    fix is offered it is the code itself.
+    fix is offered it is the code itself. `ranks` is how many ranks of a
+    distributed job run the example (under torchrun; 1: a plain program),
+    for the rules about distributed jobs.
     """
 
     code: str
     expect: tuple[Position, ...] = ()
     options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     fixed: str | None = None
+    ranks: int = 1
 
 
 @dataclass(frozen=True)
@@ -189,7 +192,7 @@ def _examples(raw: Any, which: str, path: Path, fixable: bool) -> tuple[Example,
             raise CatalogError(f"{path}: examples.valid[{n}] cannot expect findings")
         if which == "invalid" and not expect_raw:
             raise CatalogError(f"{path}: examples.invalid[{n}] must expect at least one finding")
-        unknown = sorted(set(item) - {"code", "expect", "options", "fixed"})
+        unknown = sorted(set(item) - {"code", "expect", "options", "fixed", "ranks"})
         if unknown:
             raise CatalogError(f"{path}: examples.{which}[{n}]: unknown key(s) {', '.join(map(str, unknown))}")
         positions = []
@@ -209,7 +212,10 @@ def _examples(raw: Any, which: str, path: Path, fixable: bool) -> tuple[Example,
         if fixed is not None and not (which == "invalid" and fixable and isinstance(fixed, str)):
             raise CatalogError(f"{path}: examples.{which}[{n}]: 'fixed' is the fixed code (a string) of an invalid "
                                "example of a static rule with a fix")
-        out.append(Example(item["code"], tuple(positions), MappingProxyType(dict(options)), fixed))
+        ranks = item.get("ranks", 1)
+        if not isinstance(ranks, int) or isinstance(ranks, bool) or ranks < 1:
+            raise CatalogError(f"{path}: examples.{which}[{n}].ranks must be a whole number of ranks, at least 1")
+        out.append(Example(item["code"], tuple(positions), MappingProxyType(dict(options)), fixed, ranks))
     return tuple(out)
 
 

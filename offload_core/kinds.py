@@ -13,8 +13,12 @@ from __future__ import annotations
 
 from typing import Final, Literal, get_args
 
-#: what an event (and a trace record) reports
-Kind = Literal["h2d", "d2h", "alloc", "free", "launch", "sync", "region_enter", "region_exit"]
+#: what an event (and a trace record) reports. The last three come from sources other than offload_core's
+#: own operations (CUPTI, torch.distributed): a device-to-device copy (on one device or between peers), a
+#: memset, and a collective operation of a distributed job; they are appended, so that older codes keep
+#: their meaning in trace files
+Kind = Literal["h2d", "d2h", "alloc", "free", "launch", "sync", "region_enter", "region_exit", "d2d", "memset",
+               "collective"]
 KINDS: Final[tuple[Kind, ...]] = get_args(Kind)
 
 #: the kinds that copy between host and device

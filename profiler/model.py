@@ -9,11 +9,11 @@ them.
 from __future__ import annotations
 
 from .trace.model import Run
-from .trace.records import (COPY_KINDS, DIRECTION_NAMES, KINDS, SCHEMA_VERSION, Link, Meta, Process, Record, Site,
+from .trace.records import (COPY_KINDS, DIRECTION_NAMES, KINDS, SCHEMA_VERSION, Link, Meta, Process, Rank, Record, Site,
                             relative_file)
 from .trace.tracefile import FORMAT
 
 __all__ = [
-    "COPY_KINDS", "DIRECTION_NAMES", "FORMAT", "KINDS", "SCHEMA_VERSION", "Link", "Meta", "Process", "Record", "Run",
+    "COPY_KINDS", "DIRECTION_NAMES", "FORMAT", "KINDS", "SCHEMA_VERSION", "Link", "Meta", "Process", "Rank", "Record", "Run",
     "Site", "relative_file",
 ]

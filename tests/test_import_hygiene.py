@@ -92,7 +92,7 @@ def test_imports_respect_the_dependency_direction(statement: str) -> None:
 OWNERS = {
     "cupy": ("offload_core.backends.cupy_", "offload_core.suite", "profiler.sources.cupti"),
     "cupti": ("profiler.sources.cupti",),
-    "torch": (),
+    "torch": ("profiler.sources.collectives",),  # wraps torch.distributed once the program imported PyTorch
     "numba": (),
     "textual": ("profiler.tui",),
     "libcst": ("linter",),

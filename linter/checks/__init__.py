@@ -2,5 +2,5 @@
 
 from __future__ import annotations
 
-from . import flow, kernel_bodies, launches, loaders, syncs, transfers  # noqa: F401  (registration)
+from . import collectives, flow, kernel_bodies, launches, loaders, syncs, transfers  # noqa: F401  (registration)
 from .registry import CHECKS, Check, check, checks_for  # noqa: F401

@@ -20,6 +20,7 @@ from ..errors import ProfilerError
 from .common import abandon_stdout, check_writable, load_trace, write_stdout
 
 if TYPE_CHECKING:
+    from ..outputs.baseline import Baseline
     from ..trace.model import Run
 
 NAME = "gate"
@@ -41,6 +42,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="compare a run with a baseline of another command, mode or backend")
     p.add_argument("--allow-empty", action="store_true",
                    help="accept a trace of no records, or a gate with nothing to check (default: refused, exit 2)")
+    p.add_argument("--rank", default="all", metavar="all|job|N",
+                   help="for a distributed job: gate every rank's copies apart (all), their sums (job) or one rank's "
+                        "(default: %(default)s; outside a job every choice gates the whole run)")
     p.add_argument("--format", choices=("text", "github", "json"), default="text",
                    help="output format (default: %(default)s); github also annotates the run's runtime findings")
     p.add_argument("--report-url", default=os.environ.get("OFFLOAD_PROF_REPORT_URL") or None, metavar="URL",
@@ -92,22 +96,40 @@ def execute(args: argparse.Namespace) -> int:
     tolerances = [parse_tolerance(t) for t in args.time]
     if (tolerances or (budget is not None and budget.times)) and base is None:
         raise ProfilerError("time tolerances compare with a baseline; pass --baseline")
-    result = evaluate(checks_for(run, base, budget, tolerances, args.allow_fewer))
+    rank = _rank_choice(args.rank, run, base)
+    result = evaluate(checks_for(run, base, budget, tolerances, args.allow_fewer, rank))
     if result.checks == 0 and not args.allow_empty:
         raise ProfilerError("nothing to check: neither the run nor the baseline has copies, and no budget limit "
                             "applies; pass --allow-empty to accept that")
     annotations: list[str] = []
     if args.format == "github":
-        from ..analysis.detectors import detect
         from ..outputs.gate import finding_annotations
+        from ..outputs.report import analyse
         from .common import model_link
 
-        annotations = finding_annotations(run, detect(run, link=model_link(run, None, False)), args.report_url)
+        annotations = finding_annotations(run, analyse(run, model_link(run, None, False))[0], args.report_url)
     try:
         write_stdout(render(result, args.format, annotations, args.report_url))
     except BrokenPipeError:  # the verdict stands whoever stopped reading it
         abandon_stdout()
     return result.exit_code
+
+
+def _rank_choice(text: str, run: Run, base: Baseline | None) -> str:
+    """`--rank` checked against the run: `all`, `job`, or a rank the run holds; a one-line error otherwise."""
+    from ..trace.job import job_of
+
+    if text in ("all", "job"):
+        return text
+    if not text.isdigit():
+        raise ProfilerError(f"--rank: expected all, job or a rank number, got {text!r}")
+    job = job_of(run)
+    if job is None:
+        raise ProfilerError(f"--rank {text}: the run is not a distributed job (no process has a rank)")
+    if int(text) not in job.ranks:
+        raise ProfilerError(f"--rank {text}: the job has no trace of rank {text} (its ranks: "
+                            f"{', '.join(map(str, job.ranks))})")
+    return str(int(text))
 
 
 def _unrecorded(run: Run) -> str:

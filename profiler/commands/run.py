@@ -17,6 +17,7 @@ import argparse
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
@@ -34,6 +35,9 @@ if TYPE_CHECKING:
 
 NAME = "run"
 HELP = "run a Python script or module and record its copies, launches and syncs"
+
+#: how much earlier than this rank another rank of its job may have started (file times against this clock)
+_RANK_START_SLACK_NS = 10_000_000_000
 
 #: options of `run` that take a value, so that the target's own arguments can be split off
 _VALUE_OPTIONS = {"-o", "--output", "--mode", "--link", "--source"}
@@ -73,6 +77,56 @@ def execute(args: argparse.Namespace) -> int:
     return _run_here(args, target, output)
 
 
+def _save_job(run: Run, output: Path, started_ns: int) -> list[str]:
+    """Write the trace of a job's ranks and say what was written (lines for stderr).
+
+    A job recorded as a whole (`run -- torchrun ...`: the ranks are child
+    processes) is written to `output` and each rank's trace beside it. A
+    rank that records itself (`torchrun ... -m profiler run`: the launcher
+    started this process with `RANK` set) writes its own trace beside
+    `output`, and the last rank of the job to finish merges the job's
+    traces into `output`: it is the first to find them all written
+    (renamed into place whole) by processes of its job since it started.
+    """
+    from ..sources.ranks import merge_ranks
+    from ..trace.job import job_of
+    from ..trace.model import Run
+    from ..trace.tracefile import rank_path
+
+    own = run.meta.processes[0].rank if run.meta.processes else None
+    if own is None:
+        save_trace(run, output)
+        job = job_of(run)
+        if job is None:
+            return []
+        for rank, part in job.rank_runs().items():
+            save_trace(part, rank_path(output, rank))
+        missing = f"; no trace of rank(s) {', '.join(map(str, job.missing))}" if job.missing else ""
+        return [f"job of {len(job.ranks)} rank(s) (world size {job.world_size}): per-rank traces "
+                f"{rank_path(output, job.ranks[0]).name} ... {rank_path(output, job.ranks[-1]).name}{missing}"]
+    mine = rank_path(output, own.rank)
+    save_trace(run, mine)
+    found: dict[int, Run] = {own.rank: run}
+    for r in range(own.world_size):
+        path = rank_path(output, r)
+        if r == own.rank or not path.exists():
+            continue
+        try:
+            if path.stat().st_mtime_ns < started_ns:  # written before this rank started: an earlier job's
+                continue
+            other = Run.load(path)
+        except (OSError, ProfilerError):
+            continue
+        first = other.meta.processes[0].rank if other.meta.processes else None
+        if first is not None and first.rank == r and first.job == own.job:
+            found[r] = other
+    if len(found) < own.world_size:
+        return [f"rank {own.rank} of {own.world_size} wrote {mine}; the job's trace {output} is written by the "
+                "last rank to finish"]
+    save_trace(merge_ranks(list(found.values())), output)
+    return [f"rank {own.rank} of {own.world_size} wrote {mine} and, the last to finish, the job's trace {output}"]
+
+
 def _run_here(args: argparse.Namespace, target: Target, output: Path) -> int:
     import offload_core
     from offload_core.errors import OffloadError
@@ -83,7 +137,9 @@ def _run_here(args: argparse.Namespace, target: Target, output: Path) -> int:
     from ..sources.recorder import Recorder
     from ..sources.runner import Ending, run_target, signals_deferred
     from ..trace.link import calibrated, resolve
+    from ..trace.tracefile import rank_path
 
+    started_ns = time.time_ns() - _RANK_START_SLACK_NS
     cupti = getattr(args, "source", "offload") == "cupti"
     every_launch = getattr(args, "every_launch", False)
     if every_launch:  # read by offload_core's GPU backend when it starts, here and in every child
@@ -118,10 +174,14 @@ def _run_here(args: argparse.Namespace, target: Target, output: Path) -> int:
         gathered = children.stop()
         with signals_deferred():
             run = _merged(recorder, gathered, target, outcome, hard_exit, link, ["offload-prof", *args.raw_argv])
-            save_trace(run, output)
+            job_lines = _save_job(run, output, started_ns)
         if hard_exit is None:
             sys.stdout.flush()  # the target's output first (os._exit leaves it unflushed, as it would unprofiled)
-        _report(output, run, outcome, recorder.notes(), gathered.unrecorded, cupti)
+        mine = run.meta.processes[0].rank if run.meta.processes else None
+        _report(output if mine is None else rank_path(output, mine.rank), run, outcome, recorder.notes(),
+                gathered.unrecorded, cupti)
+        for line in job_lines:
+            print(f"offload-prof: {line}", file=sys.stderr)
 
     try:
         children.start(on_os_exit=lambda code: finish(Ending("exit", code & 0xFF), code), detach=recorder.detach)
@@ -180,12 +240,14 @@ def _merged(recorder: Source, gathered: Gathered, target: Target, outcome: Endin
             link: Link | None, command: list[str]) -> Run:
     """The target's records and every child's, as one run whose first process is the target's."""
     from ..sources.merge import merge
+    from ..sources.ranks import current_device, rank_from_env
     from ..trace.records import Process
 
     own = recorder.run(command=command, argv=target.argv, outcome=outcome.outcome, exit_code=outcome.exit_code,
                        link=link)
     main = Process(os.getpid(), os.getppid(), "main", tuple(target.argv),
-                   note="" if hard_exit is None else f"os._exit({hard_exit})")
+                   note="" if hard_exit is None else f"os._exit({hard_exit})",
+                   rank=rank_from_env(device=current_device(own.meta.backend)))
     return merge(own, main, recorder.origin_ns(), gathered.parts, gathered.unrecorded)
 
 

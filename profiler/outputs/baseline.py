@@ -2,19 +2,23 @@
 
 A baseline is derived from a `Run` and keeps only what the gate compares:
 for each `FlowKey` (the site's file relative to the run's folder, its
-function, the text of its line, the kernel, the direction) the count,
+function, the text of its line, the kernel, the direction, and in a
+distributed job the rank) the count,
 bytes and measured time of the copies, plus the run's totals for the
 optional time checks. Keys hold no line numbers, so that moving code up or
 down a file keeps the baseline; the last line seen is kept beside the key
 only to place annotations. The file is sorted JSON, so a change to a
-committed baseline reads as a plain diff.
+committed baseline reads as a plain diff. A job's baseline keeps every
+rank's flows apart (schema 2, whose flows name their rank), so the gate
+checks each rank exactly, one rank (`select("3")`) or the job's sums
+(`select("job")`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -27,7 +31,7 @@ from ..trace.tracefile import read_json_document
 from ..units import INT64_MAX
 
 FORMAT = "offload-prof-baseline"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 REGION = "(region)"
 TIME_FIELDS = ("wall", "copy", "h2d", "d2h", "kernel", "sync")
 
@@ -41,10 +45,13 @@ class FlowKey:
     text: str
     kernel: str
     direction: Direction
+    #: the rank of a distributed job whose copies these are; -1 outside a job (or for the job's sums)
+    rank: int = -1
 
     def label(self) -> str:
         code = f" `{self.text}`" if self.text else ""
-        return f"{self.file} in {self.function}{code} [{self.kernel}] {DIRECTION_NAMES[self.direction]}"
+        where = f"rank {self.rank}: " if self.rank >= 0 else ""
+        return f"{where}{self.file} in {self.function}{code} [{self.kernel}] {DIRECTION_NAMES[self.direction]}"
 
 
 @dataclass(frozen=True)
@@ -63,13 +70,14 @@ class Baseline:
         flows: dict[FlowKey, Flow] = {}
         lines: dict[FlowKey, int] = {}
         cwd = run.meta.cwd
+        ranks = [-1 if p.rank is None else p.rank.rank for p in run.meta.processes] or [-1]
         for r in run.records:
             kind = r.kind
             if kind != "h2d" and kind != "d2h":
                 continue
             s = r.site
             key = FlowKey(relative_file(s.file, cwd) if s else "", s.function if s else "", s.text if s else "",
-                          r.kernel or REGION, kind)
+                          r.kernel or REGION, kind, ranks[r.process] if r.process < len(ranks) else -1)
             flows[key] = flows.get(key, Flow()) + Flow(1, r.nbytes, r.duration_ns)
             if s is not None:
                 lines[key] = s.line
@@ -77,6 +85,29 @@ class Baseline:
         times = {"wall": t.wall_ns, "copy": t.copies.ns, "h2d": t.h2d.ns, "d2h": t.d2h.ns,
                  "kernel": t.launches.ns, "sync": t.syncs.ns}
         return cls(flows, times, lines, command_of(run.meta), run.meta.mode, run.meta.backend)
+
+    @property
+    def ranks(self) -> tuple[int, ...]:
+        """The ranks whose flows the baseline holds (empty outside a job)."""
+        return tuple(sorted({k.rank for k in self.flows if k.rank >= 0}))
+
+    def select(self, which: str) -> Baseline:
+        """The flows the gate compares for `--rank`: `all` (every rank apart), `job` (summed over ranks), or one rank."""
+        if which == "all":
+            return self
+        flows: dict[FlowKey, Flow] = {}
+        lines: dict[FlowKey, int] = {}
+        for key, f in self.flows.items():
+            if which == "job":
+                kept = replace(key, rank=-1)
+            elif key.rank == int(which):
+                kept = key
+            else:
+                continue
+            flows[kept] = flows.get(kept, Flow()) + f
+            if key in self.lines:
+                lines[kept] = self.lines[key]
+        return replace(self, flows=flows, lines=lines)
 
     def totals(self, direction: Direction) -> Flow:
         out = Flow()
@@ -89,13 +120,14 @@ class Baseline:
     def to_json(self) -> dict[str, Any]:
         return {
             "format": FORMAT,
-            "schema": SCHEMA_VERSION,
+            "schema": SCHEMA_VERSION if self.ranks else 1,
             "command": self.command,
             "mode": self.mode,
             "backend": self.backend,
             "times_ns": dict(sorted(self.times.items())),
             "flows": [
                 {"file": k.file, "function": k.function, "text": k.text, "kernel": k.kernel, "direction": k.direction,
+                 **({"rank": k.rank} if k.rank >= 0 else {}),
                  "count": f.count, "bytes": f.nbytes, "ns": f.ns, "line": self.lines.get(k, 0)}
                 for k, f in sorted(self.flows.items())
             ],
@@ -142,7 +174,10 @@ class Baseline:
                 raise fail(f"flow {n} needs strings {', '.join(strs)} and integers count, bytes, ns from 0 to 2^63-1")
             if item["direction"] not in DIRECTION_NAMES:
                 raise fail(f"flow {n}: direction {item['direction']!r} is not h2d or d2h")
-            key = FlowKey(*(item[k] for k in strs))
+            rank = item.get("rank", -1)
+            if rank != -1 and not _nat(rank):
+                raise fail(f"flow {n}: rank must be an integer from 0 to 2^63-1, got {rank!r}")
+            key = FlowKey(*(item[k] for k in strs), rank)
             if key in flows:
                 raise fail(f"flow {n} repeats {key.label()}")
             flows[key] = Flow(item["count"], item["bytes"], item["ns"])

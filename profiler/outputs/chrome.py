@@ -1,6 +1,7 @@
 """Chrome Trace Event export (`offload-prof export`, its default format), for Perfetto and chrome://tracing.
 
-Each run becomes one process; its records become complete ("X") slices on
+Each run becomes one process (a distributed job: one per rank, labelled
+with the rank and its device, findings on the ranks that made them); its records become complete ("X") slices on
 one track per kind of work: H2D copies, D2H copies, kernel launches,
 syncs, and regions (entry to exit, so nested regions nest), plus a
 counter track of device memory held. When findings are given, each is an
@@ -23,12 +24,17 @@ from typing import Any, Sequence
 from ..analysis.detectors import Finding
 from ..analysis.verdict import Verdict
 from ..files import write_atomically
+from ..trace.job import job_of
 from ..trace.model import Run
 from ..trace.records import DIRECTION_NAMES, relative_file
 from .report import saving_text
 
 TRACKS = {"h2d": (1, "H2D copies"), "d2h": (2, "D2H copies"), "launch": (3, "kernels"), "sync": (4, "syncs"),
-          "region": (5, "regions"), "memory": (6, "device memory"), "findings": (7, "findings")}
+          "region": (5, "regions"), "memory": (6, "device memory"), "findings": (7, "findings"),
+          "d2d": (8, "device-to-device copies"), "memset": (9, "memsets"), "collective": (10, "collectives")}
+
+
+_DEVICE_TRACKS = ("d2d", "memset", "collective")
 
 
 def _us(ns: int) -> float:
@@ -40,7 +46,10 @@ def _process_events(run: Run, pid: int, name: str) -> list[dict[str, Any]]:
         {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": name}},
         {"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": pid}},
     ]
-    for tid, label in TRACKS.values():
+    present = {r.kind for r in run.records} if any(r.kind in _DEVICE_TRACKS for r in run.records) else set()
+    for kind, (tid, label) in TRACKS.items():
+        if kind in _DEVICE_TRACKS and kind not in present:
+            continue  # the tracks of device-side work appear only in runs that have some
         out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": label}})
         out.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "args": {"sort_index": tid}})
     cwd = run.meta.cwd
@@ -62,6 +71,11 @@ def _process_events(run: Run, pid: int, name: str) -> list[dict[str, Any]]:
         elif r.kind == "launch":
             out.append({"ph": "X", "cat": "launch", "name": r.kernel or "kernel", "pid": pid,
                         "tid": TRACKS["launch"][0], "ts": _us(r.start_ns), "dur": _us(r.duration_ns), "args": args})
+        elif r.kind in ("d2d", "memset", "collective"):
+            args.update(bytes=r.nbytes, device=r.device, peer=r.peer)
+            name = r.kernel or ("memset" if r.kind == "memset" else f"D2D {r.device}->{r.peer}")
+            out.append({"ph": "X", "cat": r.kind, "name": name, "pid": pid, "tid": TRACKS[r.kind][0],
+                        "ts": _us(r.start_ns), "dur": _us(r.duration_ns), "args": args})
         elif r.kind == "sync":
             out.append({"ph": "X", "cat": "sync", "name": "sync", "pid": pid, "tid": TRACKS["sync"][0],
                         "ts": _us(r.start_ns), "dur": _us(r.duration_ns), "args": args})
@@ -83,10 +97,14 @@ def _process_events(run: Run, pid: int, name: str) -> list[dict[str, Any]]:
     return out
 
 
-def _finding_events(run: Run, pid: int, findings: Sequence[Finding]) -> list[dict[str, Any]]:
+def _finding_events(run: Run, pid: int, findings: Sequence[Finding], rank: int | None = None) -> list[dict[str, Any]]:
+    """An instant per finding at its first blamed record (of `rank`, in a job: `run` is then the job's trace)."""
     out = []
+    ranks = None if rank is None else job_of(run)
+    of_records = None if ranks is None else ranks.rank_of_records()
     for f in findings:
-        at = run.records[f.records[0]].start_ns if f.records else 0
+        mine = [i for i in f.records if of_records is None or of_records[i] == rank]
+        at = run.records[mine[0]].start_ns if mine else 0
         out.append({"ph": "i", "s": "t", "cat": "finding", "name": f"{f.code} {saving_text(f)}", "pid": pid,
                     "tid": TRACKS["findings"][0], "ts": _us(at),
                     "args": {"code": f.code, "severity": f.severity, "fix": f.fix,
@@ -101,14 +119,28 @@ def to_chrome(runs: Sequence[Run], names: Sequence[str] | None = None,
               verdicts: Sequence[Verdict | None] | None = None) -> dict[str, Any]:
     """The Trace Event JSON object for one or more runs, with each run's findings and verdict when given."""
     events: list[dict[str, Any]] = []
+    pid = 0
     for n, run in enumerate(runs, 1):
         label = names[n - 1] if names else f"{run.label} ({run.meta.mode}, {run.meta.backend})"
-        events += _process_events(run, n, label)
-        if findings is not None:
-            events += _finding_events(run, n, findings[n - 1])
         judged = verdicts[n - 1] if verdicts is not None else None
+        job = job_of(run)
+        if job is None:
+            pid += 1
+            events += _process_events(run, pid, label)
+            if findings is not None:
+                events += _finding_events(run, pid, findings[n - 1])
+            if judged is not None:
+                events.append({"ph": "M", "name": "process_labels", "pid": pid, "tid": 0,
+                               "args": {"labels": judged.summary(run.meta.cwd)}})
+            continue
+        # a distributed job: one process per rank, on the job's clock, each with its rank's findings
+        for rank, part in job.rank_runs().items():
+            pid += 1
+            events += _process_events(part, pid, f"{label}: {job.rank_info(rank).label()}")
+            if findings is not None:
+                events += _finding_events(run, pid, [f for f in findings[n - 1] if rank in f.ranks], rank)
         if judged is not None:
-            events.append({"ph": "M", "name": "process_labels", "pid": n, "tid": 0,
+            events.append({"ph": "M", "name": "process_labels", "pid": pid - len(job.ranks) + 1, "tid": 0,
                            "args": {"labels": judged.summary(run.meta.cwd)}})
     return {
         "traceEvents": events,

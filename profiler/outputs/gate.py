@@ -24,6 +24,7 @@ from offload_core.github import annotation
 
 from ..analysis.detectors import Finding
 from ..analysis.summary import Flow, totals
+from ..trace.job import job_of
 from ..trace.model import Run
 from ..trace.records import DIRECTION_NAMES, Direction, relative_file
 from ..units import fmt_bytes, fmt_ns, plural
@@ -167,9 +168,19 @@ def mismatches(run: Run, baseline: Baseline) -> list[str]:
 
 def checks_for(
     run: Run, baseline: Baseline | None, budget: Budget | None = None,
-    tolerances: Sequence[Tolerance] = (), allow_fewer: bool = False,
+    tolerances: Sequence[Tolerance] = (), allow_fewer: bool = False, rank: str = "all",
 ) -> list[Check]:
-    current = Baseline.from_run(run)
+    """The checks of `run` against `baseline` and `budget`; `rank` picks a job's flows (`Baseline.select`).
+
+    With one rank chosen, the budget's launch and sync limits count that rank's alone.
+    """
+    current = Baseline.from_run(run).select(rank)
+    if baseline is not None:
+        baseline = baseline.select(rank)
+    if rank not in ("all", "job"):
+        job = job_of(run)
+        if job is not None and int(rank) in job.ranks:
+            run = job.rank_run(int(rank))
     checks: list[Check] = []
     if baseline is not None:
         for key in sorted(set(current.flows) | set(baseline.flows)):

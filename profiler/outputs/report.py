@@ -21,9 +21,11 @@ from dataclasses import asdict
 from typing import Any, Sequence
 
 from ..analysis.detectors import Finding, detect, needs_fingerprints
+from ..analysis.ranks import JobSummary, job_findings, ranks_text, summarise
 from ..analysis.replay import Timeline
 from ..analysis.summary import Flow, SiteSummary, Totals, by_site, totals
 from ..analysis.verdict import Verdict, verdict
+from ..trace.job import job_of
 from ..trace.model import Run
 from ..trace.records import Link, Site, relative_file
 from ..units import fmt_bytes, fmt_ns, fmt_ratio, plural
@@ -146,13 +148,17 @@ def _share_text(share: float) -> str:
 def finding_line(f: Finding, cwd: str) -> str:
     where = "<unknown>" if f.site is None else f"{relative_file(f.site.file, cwd)}:{f.site.line}:{f.site.column}"
     static = f" (static: {', '.join(f.related)})" if f.related else ""
-    return f"{where}: {f.code} [{f.severity}] {f.fix}, {saving_text(f)}: {f.message}{static}"
+    ranks = f" ({ranks_text(f.ranks)})" if f.ranks else ""
+    return f"{where}: {f.code} [{f.severity}]{ranks} {f.fix}, {saving_text(f)}: {f.message}{static}"
 
 
 def findings_lines(run: Run, findings: Sequence[Finding]) -> list[str]:
     lines = [f"  {finding_line(f, run.meta.cwd)}" for f in findings] or ["  none"]
     if not run.meta.fingerprints:
-        lines.append(f"  note: {' and '.join(needs_fingerprints)} compare copied contents and were skipped: "
+        # OFF508 follows contents across the ranks of a job: only a job misses it
+        skipped = [code for code in needs_fingerprints if code != "OFF508" or job_of(run) is not None]
+        named = " and ".join([", ".join(skipped[:-1]), skipped[-1]] if len(skipped) > 1 else skipped)
+        lines.append(f"  note: {named} compare copied contents and were skipped: "
                      "this run was recorded with --no-fingerprints")
     return lines
 
@@ -172,9 +178,52 @@ def verdict_json(v: Verdict | None) -> dict[str, Any] | None:
 
 
 def analyse(run: Run, link: Link | None) -> tuple[list[Finding], Verdict | None]:
-    """The findings and the verdict of `run`, from one inference of its timeline."""
+    """The findings and the verdict of `run`, from one inference of its timeline.
+
+    For a distributed job the findings are its ranks', each naming its
+    rank(s) (`profiler.analysis.ranks.job_findings`), and the job's own
+    (a rule that looks across ranks).
+    """
     timeline = Timeline.of(run)
-    return detect(run, link=link, timeline=timeline), verdict(run, timeline)
+    job = job_of(run)
+    if job is None:
+        return detect(run, link=link, timeline=timeline), verdict(run, timeline)
+    return job_findings(job, link), verdict(run, timeline)
+
+
+def ranks_lines(run: Run, link: Link | None) -> list[str]:
+    """A job's rank table (a row per rank, then the job), the slowest rank named; nothing for a run of no ranks."""
+    job = job_of(run)
+    if job is None:
+        return []
+    s = summarise(job, link)
+    head = ["rank", "device", "H2D", "D2H", "launches", "syncs", "collectives", "busy", "in collectives", "last end"]
+    rows = []
+    for r in s.ranks:
+        t, met = r.totals, r.collectives
+        rows.append([str(r.rank), r.device or "-", f"{t.h2d.count} / {fmt_bytes(t.h2d.nbytes)}",
+                     f"{t.d2h.count} / {fmt_bytes(t.d2h.nbytes)}", str(t.launches.count), str(t.syncs.count),
+                     f"{met.count} / {fmt_bytes(met.nbytes)}", fmt_ns(r.busy_ns), fmt_ns(met.ns), fmt_ns(r.end_ns)])
+    j = s.job
+    met = sum((r.collectives for r in s.ranks), Flow())
+    rows.append(["job", "-", f"{j.h2d.count} / {fmt_bytes(j.h2d.nbytes)}", f"{j.d2h.count} / {fmt_bytes(j.d2h.nbytes)}",
+                 str(j.launches.count), str(j.syncs.count), f"{met.count} / {fmt_bytes(met.nbytes)}",
+                 fmt_ns(sum(r.busy_ns for r in s.ranks)), fmt_ns(met.ns), fmt_ns(j.wall_ns)])
+    lines = ["", f"ranks ({len(s.ranks)} of world size {s.world_size})", *table(rows, head)]
+    lines.append(slowest_line(s))
+    if s.missing:
+        lines.append(f"  no trace of {ranks_text(s.missing)}: not recorded (killed before recording, or never started)")
+    return lines
+
+
+def slowest_line(s: JobSummary) -> str:
+    """`slowest  rank 1: busy 12.0 ms, 2.00x rank 0's` (busy: copies, kernels and syncs; collectives left out)."""
+    slow, fast = s.slowest, s.fastest
+    if slow is None:
+        return "slowest  none: no rank recorded copies, kernels or syncs"
+    ratio = s.imbalance()
+    than = "" if ratio is None or fast is None else f", {ratio:.2f}x rank {fast.rank}'s"
+    return f"slowest  rank {slow.rank}: busy {fmt_ns(slow.busy_ns)}{than} (copies, kernels and syncs; time in collectives left out)"
 
 
 def render_report(run: Run, findings: Sequence[Finding], *, path: str, link: Link | None = None, top: int = 10,
@@ -190,6 +239,7 @@ def render_report(run: Run, findings: Sequence[Finding], *, path: str, link: Lin
     lines += link_note(link, run)
     lines += ["", "totals", *totals_lines(t, modelled, f" ({link.name})" if link else "",
                                           link is not None and link.sync_us is not None)]
+    lines += ranks_lines(run, link)
     lines += ["", "top call sites by copy time", *sites_lines(by_site(run, link), run.meta.cwd, top, modelled)]
     lines += ["", f"findings ({len(findings)}), largest expected saving first", *findings_lines(run, findings)]
     return "\n".join(lines) + "\n"
@@ -203,6 +253,11 @@ def render_report_json(run: Run, findings: Sequence[Finding], *, path: str, link
            "link": None if link is None else asdict(link),
            "totals": asdict(totals(run, link)), "sites": [asdict(s) for s in by_site(run, link)[:top]],
            "findings": [asdict(f) for f in findings]}
+    job = job_of(run)
+    if job is not None:
+        s = summarise(job, link)
+        doc["job"] = {"world_size": s.world_size, "missing": list(s.missing), "ranks": [asdict(r) for r in s.ranks],
+                      "slowest": None if s.slowest is None else s.slowest.rank, "imbalance": s.imbalance()}
     return json.dumps(doc, indent=1) + "\n"
 
 
@@ -221,6 +276,11 @@ def render_compare(
     lines += [verdict_line(v, run.meta.cwd, name) for v, run, name in zip(judged, (naive, batched), names)]
     lines += link_note(link, naive)
     lines += ["", *table(compare_rows(a, b, len(naive_findings), len(batched_findings), link), ["", *names, "ratio"])]
+    for name, run in ((names[0], naive), (names[1], batched)):
+        ranked = ranks_lines(run, link)
+        if ranked:
+            ranked[1] = f"{ranked[1]}, {name}"
+        lines += ranked
     lines += ["", "call sites with copies", *_compare_sites(naive, batched, link, top, names)]
     for name, run, found in ((names[0], naive, naive_findings), (names[1], batched, batched_findings)):
         lines += ["", f"findings, {name} ({len(found)})", *findings_lines(run, found)]

@@ -13,7 +13,8 @@ forks and ends; `handover` what the target passes on:
   `PYTHONPATH` and read `OFFLOAD_PROF_CHILDREN`, both set by `run` for the
   target and inherited by everything it starts. The start-up hook only
   arms a post-import hook (`postimport`): recording begins when the child
-  imports offload_core (`--source offload`) or a CUDA library (`--source
+  imports offload_core or PyTorch (`--source offload`; PyTorch for its
+  torch.distributed calls, `collectives`) or a CUDA library (`--source
   cupti`), so the resource tracker, a `git` call or any child that never
   touches a GPU library records nothing and writes nothing.
 * **Forks** (`os.fork`, multiprocessing's fork and forkserver start
@@ -57,10 +58,14 @@ from typing import Any, Callable, Literal
 from .handover import ENV, STARTUP, Settings, Source, popen_command, popen_env, unrecordable
 from .partrecorders import CuptiPart, EventPart, argv
 from .parts import Part, Unrecorded, write_unrecorded
+from . import collectives
 from .postimport import PostImport
 
 #: top-level packages whose import starts a CUPTI recording in a child
 CUDA_LIBRARIES = ("cupy", "cupyx", "torch", "numba", "jax", "jaxlib", "cuda", "tensorflow")
+#: top-level packages whose import starts recording offload_core's events in a child: offload_core, and
+#: PyTorch, whose torch.distributed calls reach the same bus (`collectives`) in a rank that uses no offload_core
+OFFLOAD_TRIGGERS = ("offload_core", "torch")
 
 
 # ------------------------------------------------------------------ this process's state
@@ -86,7 +91,7 @@ class _Here:
     def begin_child(self, settings: Settings, start: Literal["fork", "exec"]) -> None:
         self.settings = settings
         self.start = start
-        names = ("offload_core",) if settings.source == "offload" else CUDA_LIBRARIES
+        names = OFFLOAD_TRIGGERS if settings.source == "offload" else CUDA_LIBRARIES
         loaded = next((n for n in names if n in sys.modules), None)
         if loaded is not None:
             self.record(loaded)
@@ -215,6 +220,7 @@ def install_hooks() -> None:
     atexit.register(_at_exit)
     os._exit = _os_exit
     _wrap_popen()
+    collectives.install()
 
 
 def _wrap_popen() -> None:

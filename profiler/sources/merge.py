@@ -64,6 +64,11 @@ class _Renumber:
         return offset
 
 
+def renumbered() -> _Renumber:
+    """A fresh renumbering of launch or region numbers, for merging runs that each counted from 0."""
+    return _Renumber(())
+
+
 def part_note(part: Part) -> str:
     """How a child ended, when that is worth saying: not a plain exit with status 0."""
     end = part.end
@@ -97,10 +102,11 @@ def merge(main: Run, main_process: Process, t0_ns: int, parts: Sequence[Part],
         if not part.rows:
             if part.end is None:
                 listed.append(Process(h.pid, h.parent, h.start, h.argv, recorded=False, name=h.name,
-                                      note="started recording and ended before writing any record (killed?)"))
+                                      note="started recording and ended before writing any record (killed?)",
+                                      rank=part.rank))
             continue
         index = len(processes)
-        processes.append(Process(h.pid, h.parent, h.start, h.argv, True, part_note(part), h.name))
+        processes.append(Process(h.pid, h.parent, h.start, h.argv, True, part_note(part), h.name, part.rank))
         launch_offset = launches.block(row[6] for row in part.rows)
         region_offset = regions.block(row[10] for row in part.rows)
         streams.append(_records(part.rows, index, t0_ns, launch_offset, region_offset, sites))
@@ -114,10 +120,11 @@ def _records(rows: Sequence[Row], process: int, t0_ns: int, launch_offset: int, 
              sites: _Sites) -> list[Record]:
     tag = process << ADDRESS_BITS
     out = []
-    for (kind, start, duration, nbytes, pinned, kernel, launch, param, array, site, region, mode, fp) in rows:
+    for (kind, start, duration, nbytes, pinned, kernel, launch, param, array, site, region, mode, fp, *devices) in rows:
+        device, peer = devices if devices else (None, None)  # rows of CUPTI parts name devices; offload_core's do not
         out.append(Record(kind, start - t0_ns, duration, nbytes, pinned, kernel,
                           None if launch is None else launch + launch_offset, param,
                           None if array is None else array | tag, sites.get(site),
-                          None if region is None else region + region_offset, mode, fp, process))
+                          None if region is None else region + region_offset, mode, fp, process, device, peer))
     return out
 

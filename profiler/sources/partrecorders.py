@@ -18,6 +18,7 @@ import threading
 from typing import Any, Literal, Sequence
 
 from .parts import End, Hello, PartWriter, Row
+from .ranks import current_device, rank_from_env
 
 #: seconds between two appends of a child's events to its part
 FLUSH_INTERVAL_S = 0.2
@@ -65,6 +66,7 @@ class EventPart:
             self._events.BUS.drop(self._fn)
             self.flush()
             if self.writer.path is not None:  # a child that recorded nothing writes nothing
+                _write_rank(self.writer)
                 self.writer.write("end", End(how, code))
             self.writer.close()
 
@@ -97,8 +99,9 @@ class CuptiPart:
         origin = self.recorder.origin_ns()
         rows: list[Row] = [(r.kind, r.start_ns + origin, r.duration_ns, r.nbytes, r.pinned, r.kernel, r.launch, r.param,
                             r.array, None if r.site is None else (r.site.file, r.site.line, r.site.function),
-                            r.region, r.mode, r.fingerprint) for r in run.records]
+                            r.region, r.mode, r.fingerprint, r.device, r.peer) for r in run.records]
         self.writer.write("records", rows)
+        _write_rank(self.writer)
         self.writer.write("end", End(how, code))
         self.writer.close()
 
@@ -120,6 +123,20 @@ def argv() -> tuple[str, ...]:
     return tuple(getattr(sys, "orig_argv", None) or sys.argv)
 
 
+def _write_rank(writer: PartWriter) -> None:
+    """At a process's end: its rank once more, now with the device its work ran on (a process of no job: nothing)."""
+    rank = rank_from_env(device=current_device(_backend_name()))
+    if rank is not None:
+        writer.write("rank", rank)
+
+
+def _backend_name() -> str | None:
+    """offload_core's backend where this process chose one; asking `get_backend()` would choose one."""
+    settings = sys.modules.get("offload_core.settings")
+    backend = getattr(getattr(settings, "_S", None), "backend", None)
+    return getattr(backend, "name", None)
+
+
 def _hello(start: Literal["fork", "exec"]) -> Hello:
     name = ""
     mp = sys.modules.get("multiprocessing")
@@ -130,4 +147,4 @@ def _hello(start: Literal["fork", "exec"]) -> Hello:
             name = ""
     # a fork's command line is its parent's; sys.argv is the target's there, not the profiler's
     command = tuple(sys.argv) if start == "fork" else argv()
-    return Hello(os.getpid(), os.getppid(), start, command, "" if name == "MainProcess" else name)
+    return Hello(os.getpid(), os.getppid(), start, command, "" if name == "MainProcess" else name, rank_from_env())

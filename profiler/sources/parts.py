@@ -12,7 +12,8 @@ A chunk is a 4-byte length and a pickle of `(tag, payload)`, written with
 one `os.write` on a file opened for appending: a process killed in the
 middle of a write leaves a short last chunk, which the reader drops, and
 everything before it stands. Tags: `hello` (who the process is), `records`
-(a batch of record rows) and `end` (how it ended). Pickle is safe here
+(a batch of record rows), `rank` (its place in a distributed job, again
+at its end, once the device it used is known) and `end` (how it ended). Pickle is safe here
 because the folder is made by `offload-prof run` for this run alone
 (mode 0700) and only this user's processes write into it.
 
@@ -31,9 +32,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Literal
 
-#: one record of a part: Record's fields in order, `start_ns` absolute, `site` a (file, line, function) tuple
+from ..trace.records import Rank
+#: one record of a part: Record's fields in order up to `fingerprint` (then, from a CUPTI part, `device` and
+#: `peer`), `start_ns` absolute, `site` a (file, line, function) tuple
 Row = tuple[Any, ...]
-Tag = Literal["hello", "records", "end"]
+Tag = Literal["hello", "records", "rank", "end"]
 _LENGTH = struct.Struct("<I")
 PART_SUFFIX = ".part"
 UNRECORDED_SUFFIX = ".unrecorded"
@@ -41,13 +44,14 @@ UNRECORDED_SUFFIX = ".unrecorded"
 
 @dataclass(frozen=True)
 class Hello:
-    """Who wrote a part: pid, parent pid, how the process began, its command line and its name (multiprocessing's)."""
+    """Who wrote a part: pid, parent pid, how the process began, its command line, its name (multiprocessing's) and rank."""
 
     pid: int
     parent: int
     start: Literal["fork", "exec"]
     argv: tuple[str, ...]
     name: str = ""
+    rank: Rank | None = None
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,8 @@ class Part:
     end: End | None = None
     #: bytes at the end of the file that did not form a whole chunk (the process died while writing)
     torn: int = 0
+    #: the process's rank as it said last (a `rank` chunk at its end names the device), else as its hello said
+    rank: Rank | None = None
 
 
 class PartWriter:
@@ -156,6 +162,7 @@ def read_part(path: Path) -> Part | None:
     hello: Hello | None = None
     rows: list[Row] = []
     end: End | None = None
+    rank: Rank | None = None
     torn = 0
     for item in chunks(raw):
         if isinstance(item, int):
@@ -166,11 +173,13 @@ def read_part(path: Path) -> Part | None:
             hello = payload
         elif tag == "records" and hello is not None:
             rows.extend(payload)
+        elif tag == "rank" and isinstance(payload, Rank):
+            rank = payload
         elif tag == "end" and isinstance(payload, End):
             end = payload
     if hello is None:
         return None
-    return Part(path, hello, tuple(rows), end, torn)
+    return Part(path, hello, tuple(rows), end, torn, rank or hello.rank)
 
 
 def read_parts(folder: str | os.PathLike[str]) -> list[Part]:

@@ -32,12 +32,14 @@ import numpy as np
 
 from ..errors import TraceError
 from ..units import shown
-from .records import KINDS, Kind, Record, Site
+from .records import DEVICE_KINDS, KINDS, Kind, Record, Site
 
 #: the stand-in for None in the integer columns that may be null
 NULL = np.iinfo(np.int64).min
 _INT_FIELDS = ("start_ns", "duration_ns", "nbytes")
 _NULLABLE_FIELDS = ("launch", "array", "region")
+#: the nullable columns schema 4 added; absent from older files, where every value is null
+_DEVICE_FIELDS = ("device", "peer")
 _CODED_FIELDS = ("kernel", "param", "mode", "fingerprint")
 _KIND_CODES = {k: i for i, k in enumerate(KINDS)}
 
@@ -68,6 +70,8 @@ class Columns:
     mode: np.ndarray
     fingerprint: np.ndarray
     process: np.ndarray
+    device: np.ndarray
+    peer: np.ndarray
     kernels: tuple[str, ...]
     params: tuple[str, ...]
     modes: tuple[str, ...]
@@ -102,7 +106,7 @@ class Columns:
                       bool(self.pinned[i]), coded(self.kernel, self.kernels), nullable(self.launch),
                       coded(self.param, self.params), nullable(self.array), coded(self.site, self.sites),
                       nullable(self.region), self.modes[int(self.mode[i])], coded(self.fingerprint, self.fingerprints),
-                      int(self.process[i]))
+                      int(self.process[i]), nullable(self.device), nullable(self.peer))
 
     def records(self) -> tuple[Record, ...]:
         """Every record, built in one pass (lists first: NumPy scalars are slow to convert one by one)."""
@@ -118,7 +122,8 @@ class Columns:
                          self.pinned.tolist(), coded(self.kernel, self.kernels), nullable(self.launch),
                          coded(self.param, self.params), nullable(self.array), coded(self.site, self.sites),
                          nullable(self.region), coded(self.mode, self.modes),
-                         coded(self.fingerprint, self.fingerprints), self.process.tolist()))
+                         coded(self.fingerprint, self.fingerprints), self.process.tolist(),
+                         nullable(self.device), nullable(self.peer)))
 
     @classmethod
     def from_records(cls, records: Sequence[Record]) -> Columns:
@@ -158,6 +163,7 @@ class Columns:
             mode=code("mode", (r.mode for r in recs)),
             fingerprint=code("fingerprint", (r.fingerprint for r in recs)),
             process=np.array([r.process for r in recs], dtype=np.int32),
+            device=nullable("device"), peer=nullable("peer"),
             kernels=tuple(tables["kernel"]), params=tuple(tables["param"]), modes=tuple(tables["mode"]),
             fingerprints=tuple(tables["fingerprint"]), sites=tuple(tables["site"]),
         )
@@ -169,7 +175,13 @@ class Columns:
         return int(self.process.max()) + 1 if len(self) else 1
 
     # ------------------------------------------------------------ files
-    def encode(self, with_process: bool = False) -> dict[str, Any]:
+    @property
+    def has_devices(self) -> bool:
+        """Whether a record names a device or uses a kind of schema 4 (so only schema 4 holds the run)."""
+        newer = [_KIND_CODES[k] for k in DEVICE_KINDS]
+        return bool((self.device != NULL).any() or (self.peer != NULL).any() or np.isin(self.kind, newer).any())
+
+    def encode(self, with_process: bool = False, with_devices: bool = False) -> dict[str, Any]:
         """The `columns` object: each field as base64 bytes, coded fields with their values.
 
         Schema 2 has no `process` column; `with_process` (schema 3) adds it.
@@ -182,11 +194,14 @@ class Columns:
         out["site"] = _pack(self.site)
         if with_process:
             out["process"] = _pack(self.process)
+        if with_devices:
+            for name in _DEVICE_FIELDS:
+                out[name] = _pack(getattr(self, name))
         return out
 
     @classmethod
     def decode(cls, data: Any, count: int, sites: Sequence[Site], fail: Callable[[str], TraceError],
-               processes: int | None = None) -> Columns:
+               processes: int | None = None, devices: bool = False) -> Columns:
         """Columns from a schema 2 or 3 `columns` object; `fail(problem)` makes the error to raise.
 
         `processes` (schema 3) is how many processes the run's meta lists:
@@ -203,7 +218,9 @@ class Columns:
             return _unpack(data[name], name, count, fail)
 
         kind = column("kind")
-        _check_codes(kind, len(KINDS), name="kind", nullable=False, fail=fail)
+        # the kinds schema 4 added are not codes of an older file
+        _check_codes(kind, len(KINDS) if devices else len(KINDS) - len(DEVICE_KINDS), name="kind", nullable=False,
+                     fail=fail)
         pinned = column("pinned")
         bad = np.flatnonzero((pinned != 0) & (pinned != 1))
         if bad.size:
@@ -232,10 +249,17 @@ class Columns:
                 raise fail("missing record column(s) process")
             process = column("process").astype(np.int32, copy=False)
             _check_codes(process, max(processes, 1), name="process", nullable=False, fail=fail, what="processes")
+        if devices:
+            absent = [n for n in _DEVICE_FIELDS if n not in data]
+            if absent:
+                raise fail(f"missing record column(s) {', '.join(absent)}")
+            device, peer = (column(n).astype(np.int64, copy=False) for n in _DEVICE_FIELDS)
+        else:
+            device = peer = np.full(count, NULL, dtype=np.int64)
         return cls(
             kind=kind.astype(np.uint8, copy=False), pinned=pinned.astype(bool), **ints,
             kernel=coded["kernel"][0], param=coded["param"][0], mode=coded["mode"][0],
-            fingerprint=coded["fingerprint"][0], site=site_codes, process=process,
+            fingerprint=coded["fingerprint"][0], site=site_codes, process=process, device=device, peer=peer,
             kernels=coded["kernel"][1], params=coded["param"][1], modes=coded["mode"][1],
             fingerprints=coded["fingerprint"][1], sites=site_table,
         )
@@ -336,7 +360,7 @@ def _check_codes(codes: np.ndarray, n: int, *, name: str, nullable: bool, fail: 
     if bad.size:
         i = int(bad[0])
         if name == "kind":
-            raise fail(f"record {i}: kind code {int(codes[i])} is not one of the {n} kinds {', '.join(KINDS)}")
+            raise fail(f"record {i}: kind code {int(codes[i])} is not one of the {n} kinds {', '.join(KINDS[:n])}")
         raise fail(f"record {i}: {name} {int(codes[i])} is not an index into the {n} {what}")
 
 

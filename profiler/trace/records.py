@@ -21,7 +21,7 @@ from offload_core.sites import Site
 
 __all__ = [
     "COPY_KINDS", "DIRECTION_NAMES", "KINDS", "MODES", "OUTCOMES", "Direction", "Kind", "Link", "Meta", "Mode",
-    "Outcome", "Process", "Record", "Site", "relative_file",
+    "Outcome", "Process", "Rank", "Record", "Site", "relative_file",
 ]
 
 DIRECTION_NAMES: Final[dict[Direction, str]] = {"h2d": "H2D", "d2h": "D2H"}
@@ -41,7 +41,13 @@ class Record:
     digest of the copied host bytes, present only when the run was
     recorded with fingerprints. `process` is the index, in
     `Meta.processes`, of the process that made the event (0, the target's
-    own process, in a run of one process).
+    own process, in a run of one process). `device` is the device an
+    operation ran on and `peer` the other device of a device-to-device
+    copy (the destination; equal to `device` for a copy within one
+    device), where the source of events knows them (CUPTI, a
+    torch.distributed call on a CUDA tensor); None otherwise. A
+    `collective` record names its operation in `kernel` (`all_reduce`,
+    or the NCCL kernel) and its payload in `nbytes`.
     """
 
     kind: Kind
@@ -58,6 +64,8 @@ class Record:
     mode: str = "batched"
     fingerprint: str | None = None
     process: int = 0
+    device: int | None = None
+    peer: int | None = None
 
     @property
     def end_ns(self) -> int:
@@ -70,8 +78,10 @@ class Record:
 
 #: the field names of a record, in the order schema 1 rows and schema 2 and 3 columns store them
 RECORD_FIELDS: Final[tuple[str, ...]] = tuple(f.name for f in fields(Record))
-#: the fields schema 1 rows and schema 2 columns hold: every field but `process`, which schema 3 added
-SINGLE_PROCESS_FIELDS: Final[tuple[str, ...]] = tuple(n for n in RECORD_FIELDS if n != "process")
+#: the fields schema 1 rows and schema 2 columns hold: every field but `process` (schema 3) and `device`, `peer` (4)
+SINGLE_PROCESS_FIELDS: Final[tuple[str, ...]] = tuple(n for n in RECORD_FIELDS if n not in ("process", "device", "peer"))
+#: the kinds schema 4 added (`offload_core.kinds`): older versions cannot read their codes
+DEVICE_KINDS: Final[tuple[Kind, ...]] = ("d2d", "memset", "collective")
 
 
 @dataclass(frozen=True)
@@ -131,11 +141,38 @@ class Link:
 
 
 #: the newest trace schema this version writes; it reads every schema from 1 up to this one. Schema 3
-#: added the `process` column; a run of one process is still written as schema 2 (see `tracefile`)
-SCHEMA_VERSION: Final = 3
+#: added the `process` column; schema 4 the `device` and `peer` columns and the kinds `DEVICE_KINDS`; a
+#: run is written in the oldest schema that holds it (see `tracefile`)
+SCHEMA_VERSION: Final = 4
 
 #: how a process of a recorded run came to be: the target's own, a fork, or a fresh interpreter
 Start = Literal["main", "fork", "exec"]
+
+
+@dataclass(frozen=True)
+class Rank:
+    """Where a process stood in a distributed job: the launcher's rank variables and the device it used.
+
+    torchrun (and every launcher that follows its convention) gives each
+    worker `RANK` (0 to `WORLD_SIZE`-1 across the job), `LOCAL_RANK` (its
+    index on its machine) and `WORLD_SIZE`; a process the worker starts
+    (a DataLoader worker) inherits them and belongs to the same rank.
+    `device` is the device the rank's work ran on as its source of events
+    named it (`cuda:1`, offload_core's backend device), empty where it
+    used none. `job` tells the ranks of one launch from those of another
+    (torchrun's run id and the launcher's pid), so that traces written by
+    separate processes are merged only with their own job's.
+    """
+
+    rank: int
+    local_rank: int
+    world_size: int
+    device: str = ""
+    job: str = ""
+
+    def label(self) -> str:
+        """`rank 1/2` and the device, for headings."""
+        return f"rank {self.rank}/{self.world_size}" + (f" on {self.device}" if self.device else "")
 
 
 @dataclass(frozen=True)
@@ -154,7 +191,9 @@ class Process:
     ended when that was not a normal exit (`os._exit(3)`, no end at all
     for one that was killed). `name` is what the process called itself
     (multiprocessing's process name, `Process-1`), where it had one: a
-    fork's command line is its parent's.
+    fork's command line is its parent's. `rank` is set for a process of a
+    distributed job (`Rank`): a job is the processes of one trace grouped
+    by rank (`profiler.trace.job`).
     """
 
     pid: int | None
@@ -164,6 +203,8 @@ class Process:
     recorded: bool = True
     note: str = ""
     name: str = ""
+    #: the process's place in a distributed job (`Rank`), None outside one
+    rank: Rank | None = None
 
     def label(self) -> str:
         """A short name for the process: its pid and what it ran."""
@@ -171,7 +212,8 @@ class Process:
         if len(what) > 60:
             what = what[:57] + "..."
         who = f"pid {self.pid}" if self.pid is not None else "a child"
-        return who + (f" {self.name}" if self.name else "") + (f" ({what})" if what else "")
+        where = f" {self.rank.label()}" if self.rank is not None else ""
+        return who + where + (f" {self.name}" if self.name else "") + (f" ({what})" if what else "")
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, Sequence
 from ..errors import TraceError
 from ..files import decode_json, json_type, read_input, write_atomically
 from ..units import INT64_MAX, shown
-from .records import KINDS, MODES, OUTCOMES, SCHEMA_VERSION, SINGLE_PROCESS_FIELDS, Link, Meta, Process, Record, Site
+from .records import (DEVICE_KINDS, KINDS, MODES, OUTCOMES, SCHEMA_VERSION, SINGLE_PROCESS_FIELDS, Link, Meta, Process,
+                      Rank, Record, Site)
 
 if TYPE_CHECKING:
     from .columns import Columns
@@ -69,12 +70,15 @@ def to_document(run: Stored, schema: int | None = None) -> dict[str, Any]:
     Without `schema`, the oldest schema that holds the run: 3 when its
     records come from several processes (only schema 3 has the `process`
     column), else 2, so that a run of one process stays readable by
-    versions that read schema 2. A run of one process holding an integer
+    versions that read schema 2. A run whose records name devices or are
+    device-to-device copies, memsets or collectives is schema 4 (the
+    `device` and `peer` columns, and kind codes older versions do not
+    know). A run of one process holding an integer
     the columns cannot (beyond 64 bits) falls back to rows, so that
     nothing recorded is ever lost; several processes need columns.
     """
-    if schema not in (None, 1, 2, 3):
-        raise ValueError(f"cannot write trace schema {schema}; this version writes 1, 2 and 3")
+    if schema not in (None, 1, 2, 3, 4):
+        raise ValueError(f"cannot write trace schema {schema}; this version writes 1 to 4")
     columns: Columns | None = None
     if schema != 1:
         try:
@@ -87,7 +91,14 @@ def to_document(run: Stored, schema: int | None = None) -> dict[str, Any]:
         raise ValueError(f"trace schema {schema} holds the records of one process; this run has several (schema 3)")
     if columns is None and several:
         raise ValueError("a run of several processes is written as columns, which cannot hold an integer beyond 64 bits")
-    chosen = schema or (1 if columns is None else 3 if several else 2)
+    devices = columns.has_devices if columns is not None else any(
+        r.device is not None or r.peer is not None or r.kind in DEVICE_KINDS for r in run.records)
+    if devices and schema in (1, 2, 3):
+        raise ValueError(f"trace schema {schema} holds no devices, device-to-device copies, memsets or collectives; "
+                         "this run has some (schema 4)")
+    if columns is None and devices:
+        raise ValueError("a run with devices is written as columns, which cannot hold an integer beyond 64 bits")
+    chosen = schema or (1 if columns is None else 4 if devices else 3 if several else 2)
     meta = asdict_meta(run.meta)
     if columns is not None and chosen != 1:
         return {
@@ -96,7 +107,7 @@ def to_document(run: Stored, schema: int | None = None) -> dict[str, Any]:
             "meta": meta,
             "sites": [[s.file, s.line, s.function, s.text, s.column] for s in columns.sites],
             "count": len(columns),
-            "columns": columns.encode(with_process=chosen >= 3),
+            "columns": columns.encode(with_process=chosen >= 3, with_devices=chosen >= 4),
         }
     index: dict[Site, int] = {}
     rows = []
@@ -124,14 +135,22 @@ def both_paths(output: Path) -> tuple[Path, Path]:
 
     A `.json.gz` name keeps its `.json.gz`; a name without `.json` gets one.
     """
+    stem, ext = _stem(output)
+    return output.with_name(f"{stem}.naive{ext}"), output.with_name(f"{stem}.batched{ext}")
+
+
+def rank_path(output: Path, rank: int) -> Path:
+    """The trace of one rank of a job recorded to `output`: `job.json` -> `job.rank3.json` (as `both_paths` names)."""
+    stem, ext = _stem(output)
+    return output.with_name(f"{stem}.rank{rank}{ext}")
+
+
+def _stem(output: Path) -> tuple[str, str]:
     name = output.name
     for suffix in (".json.gz", ".json"):
         if name.endswith(suffix):
-            stem, ext = name[: -len(suffix)], suffix
-            break
-    else:
-        stem, ext = name, ".json"
-    return output.with_name(f"{stem}.naive{ext}"), output.with_name(f"{stem}.batched{ext}")
+            return name[: -len(suffix)], suffix
+    return name, ".json"
 
 
 def asdict_meta(meta: Meta) -> dict[str, Any]:
@@ -143,8 +162,16 @@ def asdict_meta(meta: Meta) -> dict[str, Any]:
         out["wall_samples_ns"] = list(meta.wall_samples_ns)
     else:  # a run recorded once: its files stay as they were
         del out["wall_samples_ns"]
-    out["processes"] = [{**dataclasses.asdict(p), "argv": list(p.argv)} for p in meta.processes]
+    out["processes"] = [_process_dict(p) for p in meta.processes]
     out["estimated"] = list(meta.estimated)
+    return out
+
+
+def _process_dict(p: Process) -> dict[str, Any]:
+    """A process as the trace stores it; `rank` only for a process of a distributed job (older files stay as they were)."""
+    out = {**dataclasses.asdict(p), "argv": list(p.argv)}
+    if p.rank is None:
+        del out["rank"]
     return out
 
 
@@ -190,7 +217,8 @@ class Reader:
             if count < 0:
                 raise self.fail(f"bad record count {count}")
             processes = max(len(meta.processes), 1) if schema >= 3 else None
-            return meta, RecordTable(Columns.decode(data.get("columns"), count, sites, self.fail, processes))
+            return meta, RecordTable(Columns.decode(data.get("columns"), count, sites, self.fail, processes,
+                                                    devices=schema >= 4))
         columns = self.need(data, "columns", list)
         if tuple(columns) != SINGLE_PROCESS_FIELDS:
             missing = [c for c in SINGLE_PROCESS_FIELDS if c not in columns]
@@ -273,7 +301,20 @@ class Reader:
         note, name = p.get("note", ""), p.get("name", "")
         if not isinstance(recorded, bool) or not isinstance(note, str) or not isinstance(name, str):
             raise self.fail(f"'{where}': recorded must be true/false, note and name strings")
-        return Process(pid, parent, start, tuple(argv), recorded, note, name)
+        rank = None if p.get("rank") is None else self.rank(p["rank"], f"{where}.rank")
+        return Process(pid, parent, start, tuple(argv), recorded, note, name, rank)
+
+    def rank(self, r: Any, where: str) -> Rank:
+        if not isinstance(r, dict):
+            raise self.fail(f"'{where}' must be an object, got {json_type(r)}")
+        numbers = [r.get(k) for k in ("rank", "local_rank", "world_size")]
+        if not all(_is_int(v) and 0 <= v <= INT64_MAX for v in numbers) or not numbers[0] < numbers[2]:
+            raise self.fail(f"'{where}': rank, local_rank and world_size must be non-negative integers, "
+                            "rank below world_size")
+        device, job = r.get("device", ""), r.get("job", "")
+        if not isinstance(device, str) or not isinstance(job, str):
+            raise self.fail(f"'{where}': device and job must be strings")
+        return Rank(numbers[0], numbers[1], numbers[2], device, job)
 
     def text_list(self, value: Any, where: str) -> list[str]:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -298,8 +339,9 @@ class Reader:
         if not isinstance(row, list) or len(row) != len(SINGLE_PROCESS_FIELDS):
             raise self.fail(f"record {n} must be a list of {len(SINGLE_PROCESS_FIELDS)} values")
         kind, start, duration, nbytes, pinned, kernel, launch, param, array, si, region, mode, fp = row
-        if kind not in KINDS:
-            raise self.fail(f"record {n}: kind {kind!r} is not one of {', '.join(KINDS)}")
+        if kind not in KINDS or kind in DEVICE_KINDS:  # schema 1 rows hold the first kinds only
+            older = [k for k in KINDS if k not in DEVICE_KINDS]
+            raise self.fail(f"record {n}: kind {kind!r} is not one of {', '.join(older)}")
         if not (_is_int(start) and _is_int(duration) and _is_int(nbytes)) or nbytes < 0 or duration < 0:
             raise self.fail(f"record {n}: start_ns, duration_ns and nbytes must be integers (non-negative duration and bytes)")
         if not isinstance(pinned, bool) or not isinstance(mode, str):

@@ -28,6 +28,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from ..analysis.detectors import Finding
+from ..analysis.ranks import ranks_text
 from ..outputs.report import saving_text
 from ..units import fmt_bytes, fmt_ns
 from .session import Trace
@@ -74,6 +75,8 @@ def describe(trace: Trace, finding: Finding, paired: bool) -> RenderableType:
         head.append(f"{trace.name}: ", style="bold")
     head.append(f"{finding.code} {finding.name}", style="bold")
     head.append(f" [{finding.severity}]  ", style="yellow" if finding.severity == "warning" else "cyan")
+    if finding.ranks:
+        head.append(f"{ranks_text(finding.ranks)}  ", style="bold")
     head.append(trace.site_label(finding.site, column=True))
     body = Text()
     body.append(f"fix: {finding.fix}, {saving_text(finding)} of the wall time\n", style="bold")

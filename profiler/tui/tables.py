@@ -18,6 +18,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ..analysis.ranks import ranks_text
 from ..units import fmt_bytes, fmt_ns
 from .grid import Column, Side, Table, ranks, text_match
 from .session import Session, Trace
@@ -208,8 +209,11 @@ def findings_table(session: Session) -> Table:
     cols = []
     if session.paired:
         cols.append(_text_col("run", "run", runs, index, 1, cap=8))
+    cols.append(_text_col("code", "rule", codes, index, 0, cap=6))
+    ranks = [ranks_text(f.ranks).split(" ", 1)[-1] if f.ranks else "-" for f in found]
+    if any(f.ranks for f in found):  # a distributed job: which ranks made each mistake
+        cols.append(_text_col("ranks", "ranks", ranks, index, 1, cap=10))
     cols += [
-        _text_col("code", "rule", codes, index, 0, cap=6),
         _text_col("severity", "severity", severities, index, 4, cap=7),
         _text_col("site", "call site", sites, index, 2, cap=40, min_width=14),
         _count_col("count", "count", nums(lambda f: f.count), 3),  # type: ignore[attr-defined]
@@ -225,7 +229,8 @@ def findings_table(session: Session) -> Table:
         _text_col("static", "static", static, index, 2, cap=14),
         _text_col("message", "message", messages, index, 6, cap=200, min_width=20),
     ]
-    haystack = [" ".join(parts) for parts in zip(runs, codes, sites, severities, static, messages)]
+    haystack = [" ".join(parts) for parts in zip(runs, codes, sites, severities, static, messages,
+                                                   [ranks_text(f.ranks) for f in found])]
     title = f"{len(rows)} finding{'' if len(rows) == 1 else 's'}"
     return Table((Side(title, tuple(cols), index, text_match(haystack, index), name="findings"),), len(rows),
                  noun="findings")

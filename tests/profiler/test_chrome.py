@@ -85,7 +85,8 @@ def test_tracks_and_nested_regions(tmp_path: Path) -> None:
     """, tmp_path)
     doc = to_chrome([run])
     threads = {e["tid"]: e["args"]["name"] for e in doc["traceEvents"] if e["name"] == "thread_name"}
-    assert threads == {tid: label for tid, label in TRACKS.values()}
+    # the tracks of device-to-device copies, memsets and collectives appear only where a run has them
+    assert threads == {tid: label for kind, (tid, label) in TRACKS.items() if kind not in ("d2d", "memset", "collective")}
     regions = [e for e in doc["traceEvents"] if e.get("cat") == "region"]
     assert len(regions) == 2
     outer, inner = sorted(regions, key=lambda e: e["dur"], reverse=True)

@@ -32,7 +32,7 @@ def test_schema_2_round_trip_is_exact_and_lazy(tmp_path: Path) -> None:
     data = json.loads(path.read_text())
     assert data["schema"] == 2 and data["count"] == 5000 and "records" not in data, \
         "a run of one process is written as schema 2, which older versions read"
-    assert "process" not in data["columns"] and SCHEMA_VERSION == 3
+    assert "process" not in data["columns"] and "device" not in data["columns"] and SCHEMA_VERSION == 4
     assert data["columns"]["kind"]["dtype"] == "|u1", "narrowest type that holds the values"
     loaded = Run.load(path)
     assert isinstance(loaded.records, RecordTable) and loaded.records._built is None

@@ -173,7 +173,7 @@ def test_bad_gate_input_exits_2(project: Path) -> None:
         assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, args
     (project / "b.json").write_text(json.dumps({"format": "offload-prof-baseline", "schema": 9, "flows": []}))
     proc = prof("gate", str(trace), "--baseline", "b.json", cwd=project)
-    assert proc.returncode == 2 and "written with baseline schema 9, newer than this offload-prof reads (1)" in proc.stderr
+    assert proc.returncode == 2 and "written with baseline schema 9, newer than this offload-prof reads (2)" in proc.stderr
 
 
 def test_check_objects_return_one_line_failures() -> None:

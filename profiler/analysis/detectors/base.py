@@ -65,6 +65,8 @@ class Finding:
     fix: str = ""
     #: the run's wall time, which the saving is a share of
     wall_ns: int = 0
+    #: the ranks of a distributed job that made the mistake (`profiler.analysis.ranks`); empty outside a job
+    ranks: tuple[int, ...] = ()
 
     @property
     def saving_share(self) -> float | None:
@@ -205,7 +207,7 @@ class Context:
 #: the fix each rule's message advises, in a few words
 FIX_ACTIONS: dict[str, str] = {"OFF502": "upload once", "OFF506": "copy back once", "OFF501": "keep resident",
                                "OFF503": "keep resident", "OFF504": "page-lock", "OFF505": "pack",
-                               "OFF507": "drop sync"}
+                               "OFF507": "drop sync", "OFF509": "reduce once"}
 
 
 def rank(f: Finding) -> tuple[int, int, int, int, str, str]:

@@ -57,13 +57,16 @@ suite's recordings.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
 from ...trace.columns import NULL
 from ...trace.model import Run
 from ...trace.records import KINDS
+
+if TYPE_CHECKING:
+    from ...trace.columns import Columns
 
 #: what a record is to the replay
 MARKER, HOST, WAIT, DEVICE = 0, 1, 2, 3
@@ -77,10 +80,14 @@ HOST_EXECUTED: Final = frozenset({"numpy"})
 #: stands for "never": a lane or stream with nothing on it yet
 NEVER: Final = -(1 << 62)
 
+# device-to-device copies, memsets and NCCL's collectives run on the device beside kernels (torch.distributed's calls
+# hold the host instead: `Timeline.of`)
 _ROLE_OF_KIND = {"h2d": DEVICE, "d2h": DEVICE, "launch": DEVICE, "sync": WAIT, "alloc": HOST, "free": HOST,
-                 "region_enter": HOST, "region_exit": MARKER}
+                 "region_enter": HOST, "region_exit": MARKER, "d2d": DEVICE, "memset": DEVICE, "collective": DEVICE}
+_ENGINE_OF_KIND = np.array([ENGINES.get(k, ENGINES["launch"] if _ROLE_OF_KIND[k] == DEVICE else -1) for k in KINDS],
+                           dtype=np.int8)
 _ROLES = np.array([_ROLE_OF_KIND[k] for k in KINDS], dtype=np.int8)
-_ENGINE_OF_KIND = np.array([ENGINES.get(k, -1) for k in KINDS], dtype=np.int8)
+_ASYNC = [KINDS.index(k) for k in ("launch", "d2d", "memset", "collective")]
 
 
 @dataclass(frozen=True, eq=False)
@@ -127,13 +134,24 @@ class Timeline:
         """Infer the program of `run` (see the module docstring for what is assumed)."""
         c = run.columns
         n = len(c)
-        roles = _ROLES[c.kind].tolist() if n else []
-        engines = _ENGINE_OF_KIND[c.kind].tolist() if n else []
+        role_codes = _ROLES[c.kind] if n else np.zeros(0, dtype=np.int8)
+        engine_codes = _ENGINE_OF_KIND[c.kind] if n else np.zeros(0, dtype=np.int8)
+        calls = _collective_calls(c)
+        if calls.any():  # torch.distributed's calls hold the host; NCCL's kernels run on the device
+            role_codes = np.where(calls, HOST, role_codes)
+            engine_codes = np.where(calls, -1, engine_codes)
+        roles, engines = role_codes.tolist(), engine_codes.tolist()
         starts = c.start_ns.tolist()
         durations = c.duration_ns.tolist()
         host_run = run.meta.backend in HOST_EXECUTED
-        blocking = (np.ones(n, dtype=bool) if host_run else (c.kind != KINDS.index("launch")) & ~c.pinned).tolist()
+        blocking = (np.ones(n, dtype=bool) if host_run else ~np.isin(c.kind, _ASYNC) & ~c.pinned).tolist()
         return _infer(roles, engines, starts, durations, blocking, run.meta.wall_ns, _joined(run).tolist())
+
+
+def _collective_calls(c: Columns) -> np.ndarray:
+    """The collective records that are a host's call (torch.distributed's) rather than NCCL's kernels."""
+    nccl = [i for i, name in enumerate(c.kernels) if name.startswith("nccl")]
+    return (c.kind == KINDS.index("collective")) & ~np.isin(c.kernel, nccl)
 
 
 def _joined(run: Run) -> np.ndarray:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Literal
 
-#: where a copy goes; the trace keeps h2d and d2h (`offload_core.kinds.Direction`) and counts the rest
+#: where a copy goes; the trace keeps h2d and d2h, d2d and p2p (as `d2d` records naming both devices) and counts the rest
 CopyDirection = Literal["h2d", "d2h", "d2d", "h2h", "p2p", "unknown"]
 #: CUpti_ActivityMemcpyKind -> direction (array copies count as the host or device side they touch)
 CUPTI_COPY_KINDS: dict[int, CopyDirection] = {0: "unknown", 1: "h2d", 2: "d2h", 3: "h2d", 4: "d2h", 5: "d2d", 6: "d2d",
@@ -43,6 +43,8 @@ class Copy:
     end: int
     stream: int = 0
     device: int = 0
+    #: the destination device of a peer copy (p2p); None for every other copy, which stays on `device`
+    peer: int | None = None
 
     @property
     def host_kind(self) -> str:
@@ -145,10 +147,12 @@ def copies_from(rows: Any) -> list[Copy]:
 
 def peer_copies_from(rows: Any) -> list[Copy]:
     """Device-to-device `Copy`s from peer-copy records (`activity_memcpy_pto_p*_dtype`)."""
-    return [Copy(corr, 0, "p2p", "device", "device", n, s, e, st, dev)
-            for corr, n, s, e, st, dev in zip(_column(rows, "correlation_id"), _column(rows, "bytes"),
-                                              _column(rows, "start"), _column(rows, "end"),
-                                              _column(rows, "stream_id", 0), _column(rows, "device_id", 0))]
+    return [Copy(corr, 0, "p2p", "device", "device", n, s, e, st, src, dst)
+            for corr, n, s, e, st, src, dst in zip(_column(rows, "correlation_id"), _column(rows, "bytes"),
+                                                   _column(rows, "start"), _column(rows, "end"),
+                                                   _column(rows, "stream_id", 0),
+                                                   _column(rows, "src_device_id", _column(rows, "device_id", 0)),
+                                                   _column(rows, "dst_device_id", _column(rows, "device_id", 0)))]
 
 
 def memsets_from(rows: Any) -> list[Memset]:

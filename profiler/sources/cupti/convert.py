@@ -20,9 +20,13 @@ plain CuPy or PyTorch program exactly as they read an offload_core one:
 
 Issue order is correlation-id order: CUPTI numbers API calls from one
 counter as they are made, while device timestamps interleave across
-streams. What the model has no kind for (device-to-device and peer copies,
-memsets, stream waits on events) is counted in `Leftovers`, so that the
-CLI can say what the trace leaves out.
+streams. Device-to-device copies (within a device: `d2d` with `device`
+and `peer` equal; between peers: `peer` the destination), memsets and
+NCCL's kernels (`collective` records named by the kernel: every NCCL
+collective and point-to-point transfer runs as one) are records of their
+own. What the model still has no kind for (host-to-host copies, copies of
+an unknown kind, stream waits on events) is counted in `Leftovers`, so
+that the CLI can say what the trace leaves out.
 """
 
 from __future__ import annotations
@@ -147,12 +151,9 @@ def convert(capture: Capture, mode: str = "batched",
     t0 = capture.t0
     order: list[tuple[int, int, int, Activity, ApiCall | None]] = []
     device, memsets, waits = [0, 0], [0, 0], 0
-    activities: list[Activity] = [*capture.copies, *capture.kernels, *capture.syncs]
-    for m in capture.memsets:
-        memsets[0] += 1
-        memsets[1] += m.nbytes
+    activities: list[Activity] = [*capture.copies, *capture.kernels, *capture.syncs, *capture.memsets]
     for a in activities:
-        if isinstance(a, Copy) and a.direction not in ("h2d", "d2h"):
+        if isinstance(a, Copy) and a.direction not in ("h2d", "d2h", "d2d", "p2p"):
             device[0] += 1
             device[1] += a.nbytes
             continue
@@ -169,10 +170,20 @@ def convert(capture: Capture, mode: str = "batched",
     launch = 0
     for n, (_, _, _, a, call) in enumerate(order):
         site = sites.get(call.site if call is not None else None)
-        if isinstance(a, Kernel):
+        if isinstance(a, Kernel) and is_collective(a.name):
+            records.append(Record("collective", a.start - t0, max(a.end - a.start, 0), kernel=a.name, site=site,
+                                  mode=mode, device=a.device))
+        elif isinstance(a, Kernel):
             records.append(Record("launch", a.start - t0, max(a.end - a.start, 0), kernel=a.name, launch=launch,
                                   site=site, mode=mode))
             launch += 1
+        elif isinstance(a, Memset):
+            records.append(Record("memset", a.start - t0, max(a.end - a.start, 0), a.nbytes, site=site, mode=mode,
+                                  device=a.device))
+        elif isinstance(a, Copy) and a.direction in ("d2d", "p2p"):
+            records.append(Record("d2d", a.start - t0, max(a.end - a.start, 0), a.nbytes, site=site, mode=mode,
+                                  device=a.device, peer=a.peer if a.peer is not None else
+                                  a.device if a.direction == "d2d" else None))  # a p2p memcpy record names no peer
         elif isinstance(a, Sync):
             records.append(Record("sync", a.start - t0, max(a.end - a.start, 0), site=site, mode=mode))
         elif isinstance(a, Copy):
@@ -184,6 +195,12 @@ def convert(capture: Capture, mode: str = "batched",
     leftovers = Leftovers((device[0], device[1]), (memsets[0], memsets[1]), waits)
     inferred = infer_sites(records) if infer_launch_sites else 0
     return Converted(tuple(records), leftovers, inferred)
+
+
+def is_collective(kernel: str) -> bool:
+    """Whether a kernel is NCCL's (`ncclDevKernel_AllReduce_Sum_f32_RING_LL`, `ncclKernel_...`): a collective or a
+    point-to-point transfer of a distributed job, which the trace records as such rather than as a launch."""
+    return kernel.startswith("nccl")
 
 
 def infer_sites(records: list[Record]) -> int:

@@ -7,18 +7,24 @@ made them), `meta.device` names the GPU, the driver and cupti-python, and
 the records are the capture converted by `convert`. Launch call sites are
 sampled unless `launch_sites="all"` (`sampling`). `notes()` are the lines
 the CLI prints after the summary: what the trace model leaves out, and any
-error a callback swallowed (a callback may not raise into CUPTI).
+error a callback swallowed (a callback may not raise into CUPTI). The
+calls of torch.distributed (`profiler.sources.collectives`), which CUPTI
+cannot see as such, come from offload_core's event bus as they do for
+the offload_core recorder, and join the capture's records by time.
 """
 
 from __future__ import annotations
 
+import heapq
+import linecache
 import time
+from dataclasses import replace
 from importlib import metadata
 from types import TracebackType
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 from ...trace.model import Run
-from ...trace.records import Link, Outcome
+from ...trace.records import Link, Outcome, Record, Site
 from ..meta import recorded_meta, started_now
 from .activity import Capture
 from .convert import Converted, convert, cxx_demangler
@@ -37,6 +43,8 @@ class CuptiRecorder:
         self._driver = Driver()
         self._capture: Capture | None = None
         self._stopped = False
+        self._collectives: list[tuple[object, ...]] = []
+        self._unsubscribe: Callable[[], None] | None = None
         self._converted: Converted | None = None
         self._started_at = ""
         self._mode = "batched"
@@ -58,11 +66,21 @@ class CuptiRecorder:
         self._started_at = started_now()
         self._tracer = tracer = Tracer(cupti, fingerprints=self.fingerprints, launch_sites=self.launch_sites).start()
         self._stopped = False
+        self._collectives: list[tuple[object, ...]] = []
+        self._unsubscribe: Callable[[], None] | None = None
         # CUPTI's clock against the host's perf_counter: the run's start on the clock other processes share
         clock = getattr(tracer.native, "timestamp", None) or cupti.get_timestamp
         cupti_now, host_now = int(clock()), time.perf_counter_ns()
         self._origin = tracer.t0 - (cupti_now - host_now)
+        self._collectives = []
+        from offload_core import events
+
+        self._unsubscribe = events.subscribe(self._on_row, rows=True)
         return self
+
+    def _on_row(self, row: tuple[object, ...]) -> None:
+        if row[0] == "collective":  # every other event of offload_core is a CUDA call CUPTI sees itself
+            self._collectives.append(row)
 
     def origin_ns(self) -> int:
         """The `perf_counter_ns` value the run's times count from (CUPTI's start of the recording)."""
@@ -73,6 +91,9 @@ class CuptiRecorder:
 
     def stop(self) -> None:
         """End the recording; its records are decoded when first asked for (`capture`, `run`)."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
         if self._tracer is not None and not self._stopped:
             self._tracer.halt()
             self._stopped = True
@@ -115,7 +136,17 @@ class CuptiRecorder:
                              fingerprints=self.fingerprints, command=command, argv=argv, outcome=outcome,
                              exit_code=exit_code, link=link,
                              estimated=("launch.site",) if converted.inferred_sites else ())
-        return Run(meta, converted.records)
+        return Run(meta, self._with_collectives(converted.records))
+
+    def _with_collectives(self, records: Sequence[Record]) -> tuple[Record, ...]:
+        """The capture's records and torch.distributed's calls, on the run's clock, in order of start."""
+        if not self._collectives:
+            return tuple(records)
+        origin = self._origin
+        calls = [Record("collective", int(start) - origin, int(duration), int(nbytes), kernel=kernel,  # type: ignore[arg-type]
+                        array=array, site=_sited(site), mode=str(mode))  # type: ignore[arg-type]
+                 for _, nbytes, _, start, duration, kernel, _, _, array, site, mode, _, _ in self._collectives]
+        return tuple(heapq.merge(records, calls, key=lambda r: r.start_ns))
 
     def device_label(self) -> str:
         parts = [f"driver {self._driver.version}" if self._driver.version else "",
@@ -140,3 +171,12 @@ def _version(dist: str) -> str:
         return metadata.version(dist)
     except metadata.PackageNotFoundError:
         return "?"
+
+
+def _sited(site: Any) -> Site | None:
+    """A call site of offload_core's bus with its source line and column, as the capture's sites have them."""
+    if not isinstance(site, Site):
+        return None
+    raw = linecache.getline(site.file, site.line).rstrip("\r\n")
+    text = raw.strip()
+    return replace(site, text=text, column=len(raw) - len(raw.lstrip()) + 1 if text else 1)

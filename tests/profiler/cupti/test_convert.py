@@ -55,17 +55,27 @@ def test_pinned_async_d2h_does_not_block() -> None:
     assert [r.kind for r in convert(b.capture()).records] == ["d2h"]
 
 
-def test_what_the_model_cannot_hold_is_counted() -> None:
+def test_device_copies_memsets_and_nccl_kernels_are_records_and_the_rest_is_counted() -> None:
     b = Builder()
     b.d2d(3, 1000)
     b.memset(4, 64)
-    b.sync(5, type="stream_wait_event")
-    b.sync(6, type="context")
+    b.kernel(5, "ncclDevKernel_AllReduce_Sum_f32_RING_LL")
+    b.kernel(6, "scale")
+    b.sync(7, type="stream_wait_event")
+    b.sync(8, type="context")
+    b.copies.append(Copy(b._call("cudaMemcpyPeerAsync", "copy", 9), 0, "p2p", "device", "device", 4096,
+                         *b._span(100), 0, 0, 1))
+    b.copies.append(Copy(b._call("cudaMemcpy", "copy", 10), 0, "h2h", "pageable", "pageable", 8, *b._span(100)))
     out = convert(b.capture())
-    assert [r.kind for r in out.records] == ["sync"]
-    assert out.leftovers.device_copies == (1, 1000) and out.leftovers.memsets == (1, 64)
+    got = [(r.kind, r.nbytes, r.kernel, r.device, r.peer, r.site.line if r.site else None) for r in out.records]
+    assert got == [("d2d", 1000, None, 0, 0, 3), ("memset", 64, None, 0, None, 4),
+                   ("collective", 0, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 0, None, 5),
+                   ("launch", 0, "scale", None, None, 6), ("sync", 0, None, None, None, 8),
+                   ("d2d", 4096, None, 0, 1, 9)]
+    assert [r.launch for r in out.records if r.kind == "launch"] == [0], "an NCCL kernel is no launch of the program"
+    assert out.leftovers.device_copies == (1, 8) and out.leftovers.memsets == (0, 0)
     assert out.leftovers.stream_waits == 1
-    assert out.leftovers.describe() == "1 device-side copies (1 kB), 1 memsets (64 B), 1 stream waits on events"
+    assert out.leftovers.describe() == "1 device-side copies (8 B), 1 stream waits on events"
     assert convert(Builder().capture()).leftovers.describe() == ""
 
 

@@ -59,3 +59,20 @@ def test_source_files_are_found_relative_to_the_trace() -> None:
     assert site.file == "stencil.py"
     found = s.traces[0].source_file(site)
     assert found is not None and found.resolve() == (NAIVE.parent / "stencil.py").resolve()
+
+
+def test_a_jobs_findings_have_a_ranks_column() -> None:
+    from profiler.model import Meta, Process, Rank, Record, Site
+
+    site = Site("train.py", 30, "<module>", "dist.all_reduce(loss)", 5)
+    processes = tuple(Process(100 + r, 1, "exec", ("train.py",), rank=Rank(r, r, 2, "cpu", "j")) for r in range(2))
+    records = tuple(Record("collective", 1_000_000 * n + r, 20_000, 4, kernel="all_reduce", site=site, process=r)
+                    for n in range(5) for r in range(2))
+    run = Run(Meta(backend="numpy", device="cpu", mode="batched", started_at="", wall_ns=10_000_000,
+                   processes=processes), records)
+    s = Session.build([run], ["job.json"], None)
+    s.set_findings(s.detect())
+    t = findings_table(s)
+    assert [t.cells(r)[0][:2] for r in range(len(t))] == [["OFF509", "0-1"]]  # type: ignore[index]
+    t.set_filter("ranks 0-1")
+    assert len(t) == 1
