@@ -19,7 +19,10 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) -m profiler demo -o build/demo.json
 
+# The HTML report's tests drive a headless Chromium: tests/browser.py installs one when none is there
+# (Playwright's download, else the system's package as root); without one those tests skip and say why.
 test: $(STAMP)
+	@$(PY) tests/browser.py install
 	$(PY) -m pytest
 
 # Everything the commands above and the tools leave behind: the environment,

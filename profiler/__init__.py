@@ -19,13 +19,31 @@ tests/test_import_graph.py and described in docs/design.md):
 * `profiler.commands`: one module per `offload-prof` command, listed in
   `profiler.commands.COMMANDS`; `profiler.cli` builds the parser from it.
 
-`profiler.errors`, `profiler.units` and `profiler.files` (bounded, safe
-reading of input files and atomic writing of output files) sit below
-every room;
-`profiler.cli`, `profiler.pytest_plugin` (the pytest fixture and marker)
-and `profiler.model` (the trace model under its public name) above them.
-`import profiler` loads none of them (the pytest plugin is imported by
-every pytest run of an environment that has offload-guard installed).
+`profiler.errors`, `profiler.units`, `profiler.files` (bounded, safe
+reading of input files and atomic writing of output files) and
+`profiler.version` sit below every room;
+`profiler.cli`, `profiler.pytest_plugin` (the pytest fixture and marker),
+`profiler.model` (the trace model under its public name),
+`profiler.notebook` (the Jupyter magics) and this package's own module
+above them. `import profiler` loads none of them (the pytest plugin is
+imported by every pytest run of an environment that has offload-guard
+installed).
+
+`%load_ext profiler` in IPython or Jupyter calls `load_ipython_extension`,
+which registers `%%offload_prof` (`profiler.notebook`).
 """
 
-__version__ = "0.1.0"
+from __future__ import annotations
+
+from typing import Any
+
+from .version import __version__
+
+__all__ = ["__version__", "load_ipython_extension"]
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """Register the profiler's magics with `ipython` (what `%load_ext profiler` calls)."""
+    from .notebook import register
+
+    register(ipython)

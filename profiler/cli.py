@@ -14,7 +14,7 @@ import argparse
 import sys
 from typing import NoReturn, Sequence
 
-from . import __version__
+from .version import __version__
 from .commands import COMMANDS
 from .commands.common import abandon_stdout
 from .commands.run import split_run_argv

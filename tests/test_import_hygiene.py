@@ -39,7 +39,7 @@ CASES = {
     "run_suite(['TRIAD', 'DOT'], size_factor=0.001, reps=2)\n"
     "measure(select(['ADD']), size_factor=0.001, reps=1, passes=1)": ("textual", "libcst", "linter", "profiler", "cupy"),
     "import linter": ("textual", "profiler", "cupy"),
-    "import profiler": ("textual", "libcst", "linter", "cupy", "offload_core"),
+    "import profiler": ("textual", "libcst", "linter", "cupy", "offload_core", "IPython", "profiler.notebook"),
     "import profiler.cli": ("textual", "libcst", "linter", "cupy"),
     "import profiler.pytest_plugin": ("textual", "libcst", "linter", "cupy", "offload_core", "numpy"),
     # a trace loads, summarises, exports and gates without the offload_core runtime (a machine that only reads traces)
@@ -96,6 +96,7 @@ OWNERS = {
     "numba": (),
     "textual": ("profiler.tui",),
     "libcst": ("linter",),
+    "IPython": ("profiler.notebook",),
     "pygls": ("linter.server",),
     "lsprotocol": ("linter.server",),
 }

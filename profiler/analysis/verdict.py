@@ -27,7 +27,7 @@ can show why.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Callable, Final, Literal
 
 import numpy as np
 
@@ -96,8 +96,9 @@ class Verdict:
     def _pct(self, ns: int) -> str:
         return f"{100 * self.share(ns):.0f}%"
 
-    def evidence(self, cwd: str = "") -> str:
-        """One sentence of figures for the verdict; call sites relative to `cwd` (the run's folder)."""
+    def evidence(self, cwd: str = "", where: Callable[[Site | None], str] | None = None) -> str:
+        """One sentence of figures for the verdict; call sites relative to `cwd` (the run's folder), or as `where`
+        names them (a notebook's cells)."""
         if self.kind == "device-bound":
             return (f"kernels ran {self._pct(self.kernel_ns)} of the wall time ({self.launches:,} launches, "
                     f"{fmt_ns(self.mean_kernel_ns)} on average)")
@@ -106,14 +107,14 @@ class Verdict:
                     f"({self.copies:,} copies, {fmt_bytes(self.copy_bytes)})")
         wanted = ("wait",) if self.kind == "sync-bound" else ("host", "start-up", "end")
         top = next((c for c in self.causes if c.reason in wanted), None)
-        where = "" if top is None else "; most " + _cause_text(top, cwd)
+        most = "" if top is None else "; most " + cause_text(top, cwd, where)
         if self.kind == "sync-bound":
             return (f"the device sat idle {self._pct(self.wait_idle_ns)} of the wall time after the host waited for it "
-                    f"({self.syncs:,} syncs){where}")
+                    f"({self.syncs:,} syncs){most}")
         rate = "" if not self.launches else (
             f"; {self.launches:,} launches, one per {fmt_ns(self.launch_interval_ns)}, "
             f"kernels {fmt_ns(self.mean_kernel_ns)} on average")
-        return f"the device sat idle {self._pct(self.host_idle_ns)} of the wall time while the host worked{rate}{where}"
+        return f"the device sat idle {self._pct(self.host_idle_ns)} of the wall time while the host worked{rate}{most}"
 
     def short(self) -> str:
         """`host-bound (idle 87%)`: the verdict and its deciding figure, for a headline."""
@@ -122,20 +123,24 @@ class Verdict:
                   "host-bound": ("idle", self.host_idle_ns)}[self.kind]
         return f"{self.kind} ({figure[0]} {100 * self.share(figure[1]):.0f}%)"
 
-    def summary(self, cwd: str = "") -> str:
+    def summary(self, cwd: str = "", where: Callable[[Site | None], str] | None = None) -> str:
         """`host-bound: device busy 13%, copies 2%, syncs 4% of 11 s; the device sat idle ...`"""
         return (f"{self.kind}: device busy {100 * self.busy_share:.0f}%, copies {100 * self.share(self.copy_ns):.0f}%, "
-                f"syncs {100 * self.share(self.sync_ns):.0f}% of {fmt_ns(self.wall_ns)}; {self.evidence(cwd)}")
+                f"syncs {100 * self.share(self.sync_ns):.0f}% of {fmt_ns(self.wall_ns)}; {self.evidence(cwd, where)}")
 
 
-def _cause_text(cause: IdleCause, cwd: str) -> str:
-    """`after app.py:9 (30 ms, 10 times)`, `before the first device operation (start-up, 41 ms)`."""
+def cause_text(cause: IdleCause, cwd: str, where: Callable[[Site | None], str] | None = None) -> str:
+    """`after app.py:9 (30 ms, 10 times)`, `before the first device operation (start-up, 41 ms)`.
+
+    The site is `where_text` of it, or what `where` calls it (a notebook's `Cell In[3], line 4`).
+    """
     if cause.reason == "start-up":
         return f"before the first device operation (start-up, {fmt_ns(cause.ns)})"
     if cause.reason == "end":
         return f"after the last device operation ({fmt_ns(cause.ns)})"
     side = "after" if cause.reason == "wait" else "before"
-    return f"{side} {where_text(cause.site, cwd)} ({fmt_ns(cause.ns)}, {cause.count:,} times)"
+    site = where_text(cause.site, cwd) if where is None else where(cause.site)
+    return f"{side} {site} ({fmt_ns(cause.ns)}, {cause.count:,} times)"
 
 
 def where_text(site: Site | None, cwd: str = "") -> str:

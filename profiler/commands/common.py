@@ -89,6 +89,29 @@ def write_stdout(text: str) -> None:
         raise ProfilerError(f"cannot write to standard output ({exc.strerror or exc})") from None
 
 
+def add_output_arguments(p: argparse.ArgumentParser) -> None:
+    """`--format text|json|html` and `-o FILE`, as `report` and `compare` take them."""
+    p.add_argument("--format", choices=("text", "json", "html"), default="text",
+                   help="output format (default: %(default)s); html: one self-contained page with the timeline")
+    p.add_argument("-o", "--output", help="write to this file, its missing folders created (default: standard output)")
+
+
+def write_output(text: str, output: str | None, what: str = "report") -> None:
+    """A command's result to `output` (atomically: a failed write leaves no half page), or to stdout without one."""
+    if output is None:
+        write_stdout(text)
+        return
+    from ..files import write_atomically
+
+    target = Path(output)
+    check_writable(target, what)
+    try:
+        write_atomically(target, text.encode("utf-8"))
+    except OSError as exc:
+        raise ProfilerError(f"{target}: cannot write the {what} ({exc.strerror or exc})") from None
+    print(f"offload-prof: wrote {what} {target}", file=sys.stderr)
+
+
 def abandon_stdout() -> None:
     """Point stdout at /dev/null, so that the interpreter's last flush cannot fail on the closed pipe again."""
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import load_trace, model_link, positive_int, write_stdout
+from .common import add_output_arguments, load_trace, model_link, positive_int, write_output
 
 NAME = "compare"
 HELP = "two traces side by side, with the ratios of wall time, copy time, bytes and counts"
@@ -16,7 +16,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--link", help="model copy costs on this link profile (default on NumPy runs: pcie5-x16)")
     p.add_argument("--no-model", action="store_true", help="show measured figures only")
     p.add_argument("--top", type=positive_int, default=10, help="call sites to list, at least 1 (default: %(default)s)")
-    p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: %(default)s)")
+    add_output_arguments(p)
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -25,6 +25,13 @@ def execute(args: argparse.Namespace) -> int:
     a, b = load_trace(args.naive), load_trace(args.batched)
     link = model_link(a, args.link, args.no_model)
     (fa, va), (fb, vb) = analyse(a, link), analyse(b, link)
-    render = render_compare_json if args.format == "json" else render_compare
-    write_stdout(render(a, b, fa, fb, paths=(args.naive, args.batched), link=link, top=args.top, verdicts=(va, vb)))
+    paths = (args.naive, args.batched)
+    if args.format == "html":
+        from ..outputs.html.page import named, render_page
+
+        text = render_page(named([a, b], paths, [(fa, va), (fb, vb)]), link=link, top=args.top)
+    else:
+        render = render_compare_json if args.format == "json" else render_compare
+        text = render(a, b, fa, fb, paths=paths, link=link, top=args.top, verdicts=(va, vb))
+    write_output(text, args.output)
     return 0

@@ -12,6 +12,7 @@ gate with nothing to check (`--allow-empty`).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -46,6 +47,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(default: %(default)s; outside a job every choice gates the whole run)")
     p.add_argument("--format", choices=("text", "github", "json"), default="text",
                    help="output format (default: %(default)s); github also annotates the run's runtime findings")
+    p.add_argument("--report-url", default=os.environ.get("OFFLOAD_PROF_REPORT_URL") or None, metavar="URL",
+                   help="with --format github: link every annotation to this HTML report (e.g. the URL of the "
+                        "artifact CI uploaded `report --format html` as; default: $OFFLOAD_PROF_REPORT_URL)")
     p.epilog = ("Make the baseline once with --update-baseline (commit it), then gate later runs against it. "
                 "Exit 2 also for a failed target, a baseline of another command, mode or backend, or nothing to "
                 "check; the --allow-* options accept those.")
@@ -103,9 +107,9 @@ def execute(args: argparse.Namespace) -> int:
         from ..outputs.report import analyse
         from .common import model_link
 
-        annotations = finding_annotations(run, analyse(run, model_link(run, None, False))[0])
+        annotations = finding_annotations(run, analyse(run, model_link(run, None, False))[0], args.report_url)
     try:
-        write_stdout(render(result, args.format, annotations))
+        write_stdout(render(result, args.format, annotations, args.report_url))
     except BrokenPipeError:  # the verdict stands whoever stopped reading it
         abandon_stdout()
     return result.exit_code

@@ -229,33 +229,46 @@ def evaluate(checks: Sequence[Check]) -> GateResult:
 
 
 # ---------------------------------------------------------------- output
-def finding_annotations(run: Run, findings: Sequence[Finding]) -> list[str]:
-    """A GitHub annotation per runtime finding, on its line, titled with its fix and expected saving."""
+def finding_annotations(run: Run, findings: Sequence[Finding], report_url: str | None = None) -> list[str]:
+    """A GitHub annotation per runtime finding, on its line, titled with its fix and expected saving.
+
+    With `report_url` (the HTML report CI uploaded) each message ends with
+    a link to that report, where the finding stands on the run's timeline.
+    """
     out = []
     for f in findings:
         site = f.site
-        out.append(annotation("warning" if f.severity == "warning" else "notice", f.message,
+        message = f.message + (f" (HTML report: {report_url})" if report_url else "")
+        out.append(annotation("warning" if f.severity == "warning" else "notice", message,
                               file=None if site is None else relative_file(site.file, run.meta.cwd),
                               line=None if site is None else site.line, col=None if site is None else site.column,
                               title=f"offload-prof {f.code}: {f.fix}, {saving_text(f)}"))
     return out
 
 
-def render(result: GateResult, fmt: Literal["text", "github", "json"], annotations: Sequence[str] = ()) -> str:
-    """The gate's output; `annotations` (GitHub format only) are added before the verdict line."""
+def render(result: GateResult, fmt: Literal["text", "github", "json"], annotations: Sequence[str] = (),
+           report_url: str | None = None) -> str:
+    """The gate's output; `annotations` (GitHub format only) are added before the verdict line.
+
+    With `report_url`, the GitHub format's failures link to the HTML report,
+    and one notice names it, so the run's summary page leads to it.
+    """
     if fmt == "json":
         return json.dumps({
             "passed": result.passed, "checks": result.checks,
             "failures": [{"message": f.message, "kind": f.kind, "file": f.file, "line": f.line} for f in result.failures],
         }, indent=1) + "\n"
     lines = []
+    link = f" (HTML report: {report_url})" if report_url and fmt == "github" else ""
     for f in result.failures:
         lines.append(f.message)
         if fmt == "github":
-            lines.append(annotation("error", f.message, file=f.file or None, line=(f.line or 1) if f.file else None,
-                                    title="offload-prof gate"))
+            lines.append(annotation("error", f.message + link, file=f.file or None,
+                                    line=(f.line or 1) if f.file else None, title="offload-prof gate"))
     if fmt == "github":
         lines += annotations
+        if report_url:
+            lines.append(annotation("notice", f"HTML report of this run: {report_url}", title="offload-prof report"))
     verdict = "passed" if result.passed else f"FAILED: {len(result.failures)} of {plural(result.checks, 'check')}"
     lines.append(f"gate {verdict}" + (f" ({plural(result.checks, 'check')})" if result.passed else ""))
     return "\n".join(lines) + "\n"

@@ -89,6 +89,13 @@ def link_note(link: Link | None, run: Run) -> list[str]:
 
 
 def totals_lines(t: Totals, modelled: bool, label: str = "", sync_modelled: bool = True) -> list[str]:
+    head, rows = totals_rows(t, modelled, label, sync_modelled)
+    return table(rows, head)
+
+
+def totals_rows(t: Totals, modelled: bool, label: str = "", sync_modelled: bool = True
+                ) -> tuple[list[str], list[list[str]]]:
+    """The totals table as (header, rows) of formatted cells, for the text and the HTML report."""
     head = ["", "count", "bytes", "measured"] + ([f"modelled{label}"] if modelled else [])
     rows = [
         ["H2D copies", *_flow_cells(t.h2d, modelled)],
@@ -99,7 +106,7 @@ def totals_lines(t: Totals, modelled: bool, label: str = "", sync_modelled: bool
         ["allocations", str(t.allocs.count), fmt_bytes(t.allocs.nbytes) if t.allocs.nbytes else "-", fmt_ns(t.allocs.ns)]
         + (["-"] if modelled else []),
     ]
-    return table(rows, head)
+    return head, rows
 
 
 def sites_lines(sites: Sequence[SiteSummary], cwd: str, top: int, modelled: bool) -> list[str]:
@@ -268,6 +275,20 @@ def render_compare(
              f"target   {naive.label}" + ("" if naive.label == batched.label else f"  vs  {batched.label}")]
     lines += [verdict_line(v, run.meta.cwd, name) for v, run, name in zip(judged, (naive, batched), names)]
     lines += link_note(link, naive)
+    lines += ["", *table(compare_rows(a, b, len(naive_findings), len(batched_findings), link), ["", *names, "ratio"])]
+    for name, run in ((names[0], naive), (names[1], batched)):
+        ranked = ranks_lines(run, link)
+        if ranked:
+            ranked[1] = f"{ranked[1]}, {name}"
+        lines += ranked
+    lines += ["", "call sites with copies", *_compare_sites(naive, batched, link, top, names)]
+    for name, run, found in ((names[0], naive, naive_findings), (names[1], batched, batched_findings)):
+        lines += ["", f"findings, {name} ({len(found)})", *findings_lines(run, found)]
+    return "\n".join(lines) + "\n"
+
+
+def compare_rows(a: Totals, b: Totals, findings_a: int, findings_b: int, link: Link | None) -> list[list[str]]:
+    """The comparison's rows (what, first run, second run, ratio), formatted, for the text and the HTML report."""
     rows: list[list[str]] = []
 
     def row(name: str, x: float, y: float, fmt: Any) -> None:
@@ -284,42 +305,40 @@ def render_compare(
     row("D2H bytes", a.d2h.nbytes, b.d2h.nbytes, fmt_bytes)
     row("launches", a.launches.count, b.launches.count, str)
     row("syncs", a.syncs.count, b.syncs.count, str)
-    row("findings", len(naive_findings), len(batched_findings), str)
-    lines += ["", *table(rows, ["", names[0], names[1], "ratio"])]
-    for name, run in ((names[0], naive), (names[1], batched)):
-        ranked = ranks_lines(run, link)
-        if ranked:
-            ranked[1] = f"{ranked[1]}, {name}"
-        lines += ranked
-    lines += ["", "call sites with copies", *_compare_sites(naive, batched, link, top, names)]
-    for name, run, found in ((names[0], naive, naive_findings), (names[1], batched, batched_findings)):
-        lines += ["", f"findings, {name} ({len(found)})", *findings_lines(run, found)]
-    return "\n".join(lines) + "\n"
+    row("findings", findings_a, findings_b, str)
+    return rows
 
 
 def _compare_sites(a: Run, b: Run, link: Link | None, top: int, names: tuple[str, str]) -> list[str]:
+    rows = [[site_label(shown.site, cwd), f"{fa.count} / {fmt_bytes(fa.nbytes)}", f"{fb.count} / {fmt_bytes(fb.nbytes)}",
+             fmt_ns(fa.ns), fmt_ns(fb.ns)] for shown, cwd, fa, fb in compare_sites(a, b, link, top)]
+    if not rows:
+        return ["  (no copies)"]
+    return table(rows, ["call site", f"copies ({names[0]})", f"copies ({names[1]})", f"time ({names[0]})", f"time ({names[1]})"])
+
+
+def compare_sites(a: Run, b: Run, link: Link | None, top: int) -> list[tuple[SiteSummary, str, Flow, Flow]]:
+    """The call sites with copies in either run, matched by file, function and line text, the first run's order first.
+
+    Each is (the site's summary in the run that has it, that run's folder,
+    the copies of the first run, those of the second).
+    """
     def key(s: SiteSummary, cwd: str) -> tuple[str, str, str]:
         if s.site is None:
             return ("", "", "")
         return (relative_file(s.site.file, cwd), s.site.function, s.site.text)
 
-    sa, sb = by_site(a, link), by_site(b, link)
-    first = {key(s, a.meta.cwd): s for s in sa if s.copies.count}
-    second = {key(s, b.meta.cwd): s for s in sb if s.copies.count}
+    first = {key(s, a.meta.cwd): s for s in by_site(a, link) if s.copies.count}
+    second = {key(s, b.meta.cwd): s for s in by_site(b, link) if s.copies.count}
     order = list(first) + [k for k in second if k not in first]
-    rows = []
+    out = []
     for k in order[:top]:
         s, t = first.get(k), second.get(k)
         shown = s if s is not None else t
         assert shown is not None
-        fa = s.copies if s is not None else Flow()
-        fb = t.copies if t is not None else Flow()
-        cwd = a.meta.cwd if s is not None else b.meta.cwd
-        rows.append([site_label(shown.site, cwd), f"{fa.count} / {fmt_bytes(fa.nbytes)}",
-                     f"{fb.count} / {fmt_bytes(fb.nbytes)}", fmt_ns(fa.ns), fmt_ns(fb.ns)])
-    if not rows:
-        return ["  (no copies)"]
-    return table(rows, ["call site", f"copies ({names[0]})", f"copies ({names[1]})", f"time ({names[0]})", f"time ({names[1]})"])
+        out.append((shown, a.meta.cwd if s is not None else b.meta.cwd, s.copies if s is not None else Flow(),
+                    t.copies if t is not None else Flow()))
+    return out
 
 
 def render_compare_json(

@@ -22,7 +22,7 @@ import numpy as np
 from offload_core import In, get_backend, kernel, offload, region
 from offload_core.backends.base import Backend, device_layout
 
-from .. import __version__
+from ..version import __version__
 from ..trace.records import Link
 
 

@@ -16,7 +16,7 @@ import socket
 from datetime import datetime, timezone
 from typing import Sequence
 
-from .. import __version__
+from ..version import __version__
 from ..trace.records import Link, Meta, Outcome
 
 

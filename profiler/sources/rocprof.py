@@ -32,7 +32,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
 
-from .. import __version__
+from ..version import __version__
 from ..errors import TraceError
 from ..trace.model import Run
 from ..trace.records import Direction, Meta, Record, Site

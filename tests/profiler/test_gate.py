@@ -210,3 +210,21 @@ def test_baseline_round_trip_and_errors(tmp_path: Path) -> None:
     with pytest.raises(TraceError, match="flow 0: direction 'sideways' is not h2d or d2h"):
         Baseline.load(path)
     assert not checks_for(run, None), "nothing to check without a baseline or budget"
+
+
+def test_github_format_links_to_the_uploaded_html_report(project: Path) -> None:
+    base = _run(project, "base.json")
+    bad = _run(project, "bad.json", source=PROGRAM.replace("offload(scale, y, 0.5)", "offload(scale, y, 0.5)\noffload(scale, x, 2.0)"))
+    url = "https://github.com/o/r/actions/runs/7/artifacts/9"
+    gh = prof("gate", str(bad), "--baseline", str(base), "--format", "github", "--report-url", url, cwd=project)
+    assert gh.returncode == 1
+    errors = [l for l in gh.stdout.splitlines() if l.startswith("::error ")]
+    assert errors and all(l.endswith(f" (HTML report: {url})") for l in errors)
+    assert f"::notice title=offload-prof report::HTML report of this run: {url}" in gh.stdout.splitlines()
+    # the same from the environment, as a workflow sets it once; the text format stays as it was
+    env = prof("gate", str(bad), "--baseline", str(base), "--format", "github", cwd=project, OFFLOAD_PROF_REPORT_URL=url)
+    assert env.stdout == gh.stdout
+    text = prof("gate", str(bad), "--baseline", str(base), cwd=project, OFFLOAD_PROF_REPORT_URL=url)
+    assert url not in text.stdout and text.returncode == 1
+    plain = prof("gate", str(bad), "--baseline", str(base), "--format", "github", cwd=project)
+    assert "HTML report" not in plain.stdout

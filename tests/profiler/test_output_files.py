@@ -43,12 +43,13 @@ def test_every_file_written_takes_the_umask(tmp_path: Path) -> None:
             ["export", "t.json", "-o", "t.chrome.json"],
             ["export", "--format", "json", "t.json", "-o", "t.records.json"],
             ["import-rocprof", str(SAMPLE_ROCPROF), "-o", "amd.json"],
+            ["report", "t.json", "--format", "html", "-o", "t.html"],
         ]
         for argv in commands:
             proc = subprocess.run([sys.executable, "-m", "profiler", *argv], cwd=out, env=env(), capture_output=True,
                                   text=True, timeout=300, preexec_fn=lambda u=umask: os.umask(u))  # type: ignore[misc]
             assert proc.returncode == 0, proc.stderr
-        for name in ("t.json", "base.json", "t.chrome.json", "t.records.json", "amd.json"):
+        for name in ("t.json", "base.json", "t.chrome.json", "t.records.json", "amd.json", "t.html"):
             assert _mode(out / name) == 0o666 & ~umask, (name, oct(umask), oct(_mode(out / name)))
 
 
@@ -67,7 +68,8 @@ def test_run_and_every_writer_create_missing_folders(tmp_path: Path) -> None:
     assert main(["export", trace, "-o", str(tmp_path / "e/x.json")]) == 0
     assert main(["gate", trace, "--baseline", str(tmp_path / "b/base.json"), "--update-baseline"]) == 0
     assert main(["import-rocprof", str(SAMPLE_ROCPROF), "-o", str(tmp_path / "r/amd.json")]) == 0
-    assert all((tmp_path / p).is_file() for p in ("e/x.json", "b/base.json", "r/amd.json"))
+    assert main(["compare", trace, trace, "--format", "html", "-o", str(tmp_path / "h/c.html")]) == 0
+    assert all((tmp_path / p).is_file() for p in ("e/x.json", "b/base.json", "r/amd.json", "h/c.html"))
 
 
 def test_a_folder_that_cannot_be_made_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
