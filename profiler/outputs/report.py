@@ -17,7 +17,7 @@ and the TUI draws them.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
 from ..analysis.detectors import Finding, detect, needs_fingerprints
@@ -191,11 +191,21 @@ def analyse(run: Run, link: Link | None) -> tuple[list[Finding], Verdict | None]
     return job_findings(job, link), verdict(run, timeline)
 
 
-def ranks_lines(run: Run, link: Link | None) -> list[str]:
-    """A job's rank table (a row per rank, then the job), the slowest rank named; nothing for a run of no ranks."""
+@dataclass(frozen=True)
+class RankTable:
+    """A job's rank table, formatted: a row per rank, then the job's; the lines under it (slowest rank, missing ranks)."""
+
+    title: str
+    head: list[str]
+    rows: list[list[str]]
+    notes: list[str]
+
+
+def rank_table(run: Run, link: Link | None) -> RankTable | None:
+    """The rank table of a distributed job (text and HTML reports show it); None for a run of no ranks."""
     job = job_of(run)
     if job is None:
-        return []
+        return None
     s = summarise(job, link)
     head = ["rank", "device", "H2D", "D2H", "launches", "syncs", "collectives", "busy", "in collectives", "last end"]
     rows = []
@@ -209,11 +219,16 @@ def ranks_lines(run: Run, link: Link | None) -> list[str]:
     rows.append(["job", "-", f"{j.h2d.count} / {fmt_bytes(j.h2d.nbytes)}", f"{j.d2h.count} / {fmt_bytes(j.d2h.nbytes)}",
                  str(j.launches.count), str(j.syncs.count), f"{met.count} / {fmt_bytes(met.nbytes)}",
                  fmt_ns(sum(r.busy_ns for r in s.ranks)), fmt_ns(met.ns), fmt_ns(j.wall_ns)])
-    lines = ["", f"ranks ({len(s.ranks)} of world size {s.world_size})", *table(rows, head)]
-    lines.append(slowest_line(s))
+    notes = [slowest_line(s)]
     if s.missing:
-        lines.append(f"  no trace of {ranks_text(s.missing)}: not recorded (killed before recording, or never started)")
-    return lines
+        notes.append(f"  no trace of {ranks_text(s.missing)}: not recorded (killed before recording, or never started)")
+    return RankTable(f"ranks ({len(s.ranks)} of world size {s.world_size})", head, rows, notes)
+
+
+def ranks_lines(run: Run, link: Link | None) -> list[str]:
+    """A job's rank table (a row per rank, then the job), the slowest rank named; nothing for a run of no ranks."""
+    t = rank_table(run, link)
+    return [] if t is None else ["", t.title, *table(t.rows, t.head), *t.notes]
 
 
 def slowest_line(s: JobSummary) -> str:

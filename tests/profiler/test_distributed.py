@@ -114,6 +114,22 @@ def test_report_shows_a_rank_table_the_slowest_rank_and_findings_with_their_rank
     assert any("(rank 1) keep resident" in f and "each of 6 launches" in f for f in found)
 
 
+def test_the_html_page_shows_the_rank_table_and_findings_with_their_ranks(job: Path) -> None:
+    from .html.dom import cells, parse
+
+    proc = prof("report", "--format", "html", "-o", "job.html", "job.json", cwd=job)
+    assert proc.returncode == 0, proc.stderr
+    page = parse((job / "job.html").read_text())
+    rows = [cells(page.by_id(f"rank-{r}")) for r in ("0", "1", "job")]
+    # rank, device, H2D count / bytes, D2H, launches, syncs: the same figures as the text report's table
+    assert [row[:2] for row in rows] == [["0", "cpu"], ["1", "cpu"], ["job", "-"]]
+    assert [row[2].split(" / ")[0] for row in rows] == ["6", "12", "18"] and [row[4] for row in rows] == ["3", "6", "9"]
+    text = (job / "job.html").read_text()
+    assert "Ranks (2 of world size 2)" in text and '<p class="note">slowest rank ' in text
+    ranked = [cells(page.by_id(i))[1] for i in page.ids("finding-") if page.by_id(i).attrs["data-code"] == "OFF501"]
+    assert sorted(r.split()[-1] for r in ranked) == ["0", "1"] and all("rank " in r for r in ranked)
+
+
 def test_findings_alike_on_every_rank_are_one_finding_naming_the_ranks(tmp_path: Path) -> None:
     record_job(tmp_path, extra=0)
     proc = prof("report", "--format", "json", "job.json", cwd=tmp_path)

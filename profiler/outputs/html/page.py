@@ -30,7 +30,7 @@ from ...units import fmt_bytes, fmt_ns, plural
 from ..report import (
     compare_rows, compare_sites, exact_sentence, modelled_clause, ratio_sentence, run_names, saving_text)
 from .parts import (
-    Where, file_where, findings_html, sites_html, suffix, table_html, totals_html, verdict_html)
+    Where, file_where, findings_html, ranks_html, sites_html, suffix, table_html, totals_html, verdict_html)
 from .timeline import EXACT_LIMIT, timeline_data
 
 _HERE = Path(__file__).resolve().parent
@@ -97,7 +97,7 @@ def cell_html(a: Analysed, *, where: Where, link: Link | None = None, top: int =
             f"{verdict_html(a.verdict, run.meta.cwd, where=where)}"
             f"<p class=\"meta\" id=\"wall\">{_wall_sentence(run, t.wall_ns, t.copies.ns, t.launches.count, t.regions)}</p>"
             f"{_link_note(link, run)}"
-            f"<h3>Totals</h3>{totals_html(t, link)}"
+            f"<h3>Totals</h3>{totals_html(t, link)}{ranks_html(run, link)}"
             f"<h3>Top call sites by copy time</h3>{sites_html(by_site(run, link), where, top, link is not None)}"
             f"<h3>Findings ({len(a.findings)}), largest expected saving first</h3>"
             f"{findings_html(run, a.findings, where)}</div>")
@@ -158,7 +158,7 @@ def _run_section(a: Analysed, link: Link | None, top: int, index: int) -> str:
             f"<div class=\"tip\"></div><p class=\"hint\">{events}; a bar's height grows with the share of its "
             "slice of time the lane was busy (square root: 1% busy shows a tenth of the lane). Wheel to zoom, drag to pan, double-click to reset; triangles mark findings."
             "<button class=\"reset\" type=\"button\">reset zoom</button></p></div>"
-            f"<h3>Totals{name}</h3>{totals_html(t, link)}"
+            f"<h3>Totals{name}</h3>{totals_html(t, link)}{ranks_html(run, link, a.name)}"
             f"<h3>Top call sites by copy time{name}</h3>{sites_html(by_site(run, link), where, top, link is not None)}"
             f"<h3>Findings{name} ({len(a.findings)}), largest expected saving first</h3>"
             f"{findings_html(run, a.findings, where, a.name)}</section>")

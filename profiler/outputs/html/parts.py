@@ -20,12 +20,13 @@ from html import escape
 from typing import Callable, Sequence
 
 from ...analysis.detectors import Finding, needs_fingerprints
+from ...analysis.ranks import ranks_text
 from ...analysis.summary import SiteSummary, Totals
 from ...analysis.verdict import Verdict, cause_text
 from ...trace.model import Run
 from ...trace.records import Link, Site, relative_file
 from ...units import fmt_bytes, fmt_ns
-from ..report import saving_text, totals_rows
+from ..report import rank_table, saving_text, totals_rows
 
 #: how a call site is shown
 Where = Callable[[Site | None], str]
@@ -102,6 +103,16 @@ def totals_html(t: Totals, link: Link | None) -> str:
     return table_html(head, rows, "totals")
 
 
+def ranks_html(run: Run, link: Link | None, name: str = "") -> str:
+    """A distributed job's rank table (a row per rank, then the job) and the slowest rank; "" for a run of no ranks."""
+    t = rank_table(run, link)
+    if t is None:
+        return ""
+    ids = [f"rank{suffix(name)}-{row[0]}" for row in t.rows]
+    notes = "".join(f'<p class="note">{escape(" ".join(n.split()))}</p>' for n in t.notes)
+    return f'<h3>{escape(t.title.capitalize())}</h3>{table_html(t.head, t.rows, "ranks", left=2, row_ids=ids)}{notes}'
+
+
 def sites_html(sites: Sequence[SiteSummary], where: Where, top: int, modelled: bool) -> str:
     """The call sites that copied most (by copy time), with their line of code."""
     chosen = [s for s in sites if s.copies.count][:top]
@@ -128,12 +139,17 @@ def findings_html(run: Run, findings: Sequence[Finding], where: Where, name: str
         rows.append(
             f'<tr id="finding{suffix(name)}-{n}" class="{f.severity}" data-code="{f.code}" data-saving-ns="{saving}">'
             f'<td class="saving">{escape(saving_text(f))}</td>'
-            f'<td><b>{f.code}</b> <span class="sev">{f.severity}</span></td>'
+            f'<td><b>{f.code}</b> <span class="sev">{f.severity}</span>{_ranks(f)}</td>'
             f'<td class="where">{escape(where(f.site))}</td><td>{escape(f.fix)}</td>'
             f'<td class="msg">{escape(f.message)}{static}</td></tr>')
     head = "".join(f"<th>{h}</th>" for h in ("expected saving", "rule", "where", "fix", "what happened"))
     return (f'<table class="findings"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
             + _fingerprint_note(run))
+
+
+def _ranks(f: Finding) -> str:
+    """A job's finding names its rank(s): ` <span class="ranks">ranks 0-1</span>`."""
+    return f' <span class="ranks">{escape(ranks_text(f.ranks))}</span>' if f.ranks else ""
 
 
 def _fingerprint_note(run: Run) -> str:
