@@ -16,8 +16,10 @@ def` the scope spans the coroutine's whole run, not only its creation.
 JAX copies on its own threads (the upload of `jax.device_put` runs when
 XLA dispatches it), out of reach of a check on the calling thread; so in
 `mode="raise"` a scope also turns on JAX's own transfer guard for the
-forbidden directions, which refuses the transfer at the calling line,
-and turns JAX's error into a `TransferGuardError` naming that line.
+forbidden directions (where its refusal matches the rules: no
+`min_bytes`, and no `allow_scalars` for reads), which refuses the
+transfer at the calling line, and turns JAX's error into a
+`TransferGuardError` naming that line and the refused array's bytes.
 """
 
 from __future__ import annotations
@@ -25,10 +27,14 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import math
+import re
 import sys
 from contextlib import ExitStack
 from types import TracebackType
 from typing import Any, Callable, TypeVar
+
+import numpy as np
 
 from offload_core.sites import Site
 
@@ -52,6 +58,8 @@ class NoTransfers:
         self._token: Any = None
         self._cupti = False
         self._jax: ExitStack | None = None
+        #: the GPU libraries this scope guards without CUPTI ("jax" where JAX's own guard covers all it forbids)
+        self._covered: tuple[str, ...] = ()
 
     @property
     def violations(self) -> list[Violation]:
@@ -63,15 +71,19 @@ class NoTransfers:
             raise RuntimeError("this no_transfers scope is already open; open a new one (or use it as a decorator)")
         cupti, notes = SOURCES.acquire(self.rules)
         try:
-            for note in notes:
-                SOURCES.say(note)
             self.scope = Scope(self.rules)
             self._token = STACK.set(STACK.get() + (self.scope,))
             self._cupti = cupti
             if self.rules.mode == "raise":
                 self._jax = _jax_guard(self.rules)
                 self.scope.jax = self._jax is not None
+                self._covered = ("jax",) if self.scope.jax and _jax_covers(self.rules) else ()
+            for note in notes + SOURCES.blind_spots(self.rules, cupti, self._covered):
+                SOURCES.say(note)
         except BaseException:
+            if self._jax is not None:
+                self._jax.close()
+                self._jax = None
             if self._token is not None:
                 STACK.reset(self._token)
                 self._token = None
@@ -105,7 +117,7 @@ class NoTransfers:
         if scope.undelivered and exc is None:
             raise scope.undelivered[0]
         if exc is None:
-            for note in SOURCES.blind_spots(self.rules, self._cupti):
+            for note in SOURCES.blind_spots(self.rules, self._cupti, self._covered):
                 SOURCES.say(note)
         return False
 
@@ -180,7 +192,14 @@ class Allow:
 
 # -------------------------------------------------------------------------- JAX
 def _jax_guard(rules: Rules) -> ExitStack | None:
-    """JAX's own transfer guard for the forbidden directions, where JAX is loaded and its guard is off."""
+    """JAX's own transfer guard for the forbidden directions, where JAX is loaded and its guard is off.
+
+    Only where JAX's refusal is what the rules ask for: JAX's guard has no
+    size threshold and refuses one-element reads too, so a direction is
+    left to the CUPTI source when `min_bytes` is set, and D2H when
+    `allow_scalars` is (JAX uploads every Python scalar an operation mixes
+    in: `y + 1` is a 4-byte H2D copy, refused under `min_bytes=0`).
+    """
     jax = sys.modules.get("jax")
     if jax is None or any(isinstance(e, Scope) and e.jax for e in STACK.get()):
         return None  # an enclosing scope already did (or JAX is not in use)
@@ -188,11 +207,14 @@ def _jax_guard(rules: Rules) -> ExitStack | None:
 
     if INTERPLAY.jax_guard:
         return None
+    h2d, d2h = _jax_directions(rules)
+    if not (h2d or d2h):
+        return None
     stack = ExitStack()
     try:
-        if rules.h2d:
+        if h2d:
             stack.enter_context(jax.transfer_guard_host_to_device("disallow_explicit"))
-        if rules.d2h:
+        if d2h:
             stack.enter_context(jax.transfer_guard_device_to_host("disallow_explicit"))
     except Exception:  # a JAX without these: the CUPTI source is all there is
         stack.close()
@@ -200,16 +222,44 @@ def _jax_guard(rules: Rules) -> ExitStack | None:
     return stack
 
 
+def _jax_directions(rules: Rules) -> tuple[bool, bool]:
+    """(H2D, D2H): the directions whose refusal by JAX's guard is what `rules` ask for."""
+    exact = not rules.min_bytes
+    return rules.h2d and exact, rules.d2h and exact and not rules.allow_scalars
+
+
+def _jax_covers(rules: Rules) -> bool:
+    """Whether JAX's guard, turned on for `_jax_directions`, refuses all that `rules` forbid of JAX (syncs it cannot)."""
+    return _jax_directions(rules) == (rules.h2d, rules.d2h) and not rules.syncs
+
+
+#: JAX's refusal, e.g. `INVALID_ARGUMENT: Disallowed host-to-device transfer: aval=ShapedArray(float32[8]), ...`
+_JAX_REFUSAL = re.compile(r"Disallowed (host-to-device|device-to-host) transfer")
+_JAX_AVAL = re.compile(r"aval=ShapedArray\((?P<dtype>\w+)\[(?P<shape>[\d,\s]*)\]")
+
+
 def _jax_refusal(exc: BaseException) -> bool:
-    """Whether `exc` is JAX's transfer guard refusing (its C++ raises it as XlaRuntimeError/JaxRuntimeError)."""
-    text = str(exc)
-    return "Disallowed host-to-device transfer" in text or "Disallowed device-to-host transfer" in text
+    """Whether `exc` is JAX's transfer guard refusing (raised by its C++ as `jax.errors.JaxRuntimeError`)."""
+    return _JAX_REFUSAL.search(str(exc)) is not None
+
+
+def _jax_bytes(text: str) -> int | None:
+    """The size of the refused array, from the aval JAX names (None where its dtype is not NumPy's)."""
+    aval = _JAX_AVAL.search(text)
+    if aval is None:
+        return None
+    try:
+        itemsize = np.dtype(aval["dtype"]).itemsize
+    except TypeError:  # bfloat16, float8_*: ml_dtypes' types have no NumPy name
+        return None
+    return itemsize * math.prod(int(n) for n in aval["shape"].split(",") if n.strip())
 
 
 def _from_jax(exc: BaseException, rules: Rules, scope: Scope) -> TransferGuardError:
     """JAX's refusal as the guard's error, naming the user's line the traceback passes through."""
     text = str(exc)
-    kind = "h2d" if "host-to-device" in text else "d2h" if "device-to-host" in text else "h2d"
+    refusal = _JAX_REFUSAL.search(text)
+    kind = "d2h" if refusal is not None and refusal[1] == "device-to-host" else "h2d"
     frame = None
     tb = exc.__traceback__
     while tb is not None:  # the innermost user frame of the traceback
@@ -218,6 +268,6 @@ def _from_jax(exc: BaseException, rules: Rules, scope: Scope) -> TransferGuardEr
         tb = tb.tb_next
     site = None if frame is None else Site(frame.f_code.co_filename, line, frame.f_code.co_name)
     first = text.split("\n", 1)[0]
-    violation = Violation(kind, None, site, f"jax ({first})", "", "jax.transfer_guard")
+    violation = Violation(kind, _jax_bytes(first), site, f"jax ({first})", "", "jax.transfer_guard")
     scope.add(violation)
     return TransferGuardError(violation.describe(rules), [violation])
