@@ -60,6 +60,8 @@ class NoTransfers:
         self._jax: ExitStack | None = None
         #: the GPU libraries this scope guards without CUPTI ("jax" where JAX's own guard covers all it forbids)
         self._covered: tuple[str, ...] = ()
+        #: whether JAX's guard in force inside is the guard's (this scope's or an enclosing one's), not the user's
+        self._jax_ours = False
 
     @property
     def violations(self) -> list[Violation]:
@@ -74,10 +76,12 @@ class NoTransfers:
             self.scope = Scope(self.rules)
             self._token = STACK.set(STACK.get() + (self.scope,))
             self._cupti = cupti
-            if self.rules.mode == "raise":
-                self._jax = _jax_guard(self.rules)
-                self.scope.jax = self._jax is not None
-                self._covered = ("jax",) if self.scope.jax and _jax_covers(self.rules) else ()
+            enclosing = _jax_set_by_a_scope()
+            self._jax = _jax_guard(self.rules, enclosing)
+            self.scope.jax = self._jax is not None
+            self._jax_ours = self.scope.jax or enclosing
+            if self.rules.mode == "raise" and self.scope.jax and _jax_covers(self.rules):
+                self._covered = ("jax",)
             for note in notes + SOURCES.blind_spots(self.rules, cupti, self._covered):
                 SOURCES.say(note)
         except BaseException:
@@ -110,8 +114,8 @@ class NoTransfers:
         delivery.restore_tracing()
         if exc is not None:
             delivery.prune(exc)
-        if exc is not None and _jax_refusal(exc):
-            raise _from_jax(exc, self.rules, scope) from exc
+        if exc is not None and self._jax_ours and not isinstance(exc, TransferGuardError) and _jax_refusal(exc):
+            raise _from_jax(exc, self.rules, scope) from exc  # the innermost scope converts it, once
         if self.rules.mode == "log" and self.summary and scope.violations:
             LOG.warning("%s", Summary(self.rules, tuple(scope.violations)).describe())
         if scope.undelivered and exc is None:
@@ -156,7 +160,7 @@ class Allow:
     def __enter__(self) -> Allow:
         self.hole = Hole(self.reason)
         jax = sys.modules.get("jax")
-        if jax is not None and any(isinstance(e, Scope) and e.jax for e in STACK.get()):
+        if jax is not None and _jax_set_by_a_scope():
             self._jax = ExitStack()  # the hole is a hole for JAX too
             self._jax.enter_context(jax.transfer_guard("allow"))
         self._token = STACK.set(STACK.get() + (self.hole,))
@@ -191,31 +195,40 @@ class Allow:
 
 
 # -------------------------------------------------------------------------- JAX
-def _jax_guard(rules: Rules) -> ExitStack | None:
-    """JAX's own transfer guard for the forbidden directions, where JAX is loaded and its guard is off.
+def _jax_set_by_a_scope() -> bool:
+    """Whether JAX's guard in force on this thread was set by an open scope (not by the user, nor left off)."""
+    return any(isinstance(e, Scope) and e.jax for e in STACK.get())
 
-    Only where JAX's refusal is what the rules ask for: JAX's guard has no
-    size threshold and refuses one-element reads too, so a direction is
-    left to the CUPTI source when `min_bytes` is set, and D2H when
-    `allow_scalars` is (JAX uploads every Python scalar an operation mixes
-    in: `y + 1` is a 4-byte H2D copy, refused under `min_bytes=0`).
+
+def _jax_guard(rules: Rules, enclosing: bool) -> ExitStack | None:
+    """JAX's own transfer guard as `rules` ask (None where JAX is not loaded, or the user's guard decides).
+
+    A `raise` scope refuses its forbidden directions through it, only
+    where JAX's refusal is what the rules ask for: JAX's guard has no size
+    threshold and refuses one-element reads too, so a direction is left to
+    the CUPTI source when `min_bytes` is set, and D2H when `allow_scalars`
+    is (JAX uploads every Python scalar an operation mixes in: `y + 1` is
+    a 4-byte H2D copy, refused under `min_bytes=0`). Inside a scope that
+    set it (`enclosing`), the innermost scope decides, as for every other
+    copy: the directions it does not refuse are set back to `allow`.
     """
     jax = sys.modules.get("jax")
-    if jax is None or any(isinstance(e, Scope) and e.jax for e in STACK.get()):
-        return None  # an enclosing scope already did (or JAX is not in use)
+    if jax is None:
+        return None
     from .watchers import INTERPLAY
 
-    if INTERPLAY.jax_guard:
-        return None
-    h2d, d2h = _jax_directions(rules)
-    if not (h2d or d2h):
+    if INTERPLAY.jax_guard and not enclosing:
+        return None  # the user's own JAX guard is on: left to it
+    h2d, d2h = _jax_directions(rules) if rules.mode == "raise" else (False, False)
+    levels = [(name, "disallow_explicit" if refuse else "allow")
+              for name, refuse in (("transfer_guard_host_to_device", h2d), ("transfer_guard_device_to_host", d2h))
+              if refuse or enclosing]
+    if not levels:
         return None
     stack = ExitStack()
     try:
-        if h2d:
-            stack.enter_context(jax.transfer_guard_host_to_device("disallow_explicit"))
-        if d2h:
-            stack.enter_context(jax.transfer_guard_device_to_host("disallow_explicit"))
+        for name, level in levels:
+            stack.enter_context(getattr(jax, name)(level))
     except Exception:  # a JAX without these: the CUPTI source is all there is
         stack.close()
         return None

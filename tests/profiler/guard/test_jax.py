@@ -121,6 +121,31 @@ def test_a_real_jax_guard_already_on_is_said_and_left_alone(jax: Any) -> None:
                 jax.device_put(np.ones(8, dtype=np.float32))
 
 
+def test_real_jax_nested_scopes_the_innermost_decides_and_converts_once(jax: Any) -> None:
+    x = np.ones(8, dtype=np.float32)
+    with pytest.raises(TransferGuardError) as caught:
+        with guard.no_transfers() as outer:
+            with guard.no_transfers(h2d=False):
+                assert _levels(jax) == ("allow", "disallow_explicit")
+                jax.device_put(x)
+            with guard.no_transfers(mode="log"):
+                assert _levels(jax) == ("allow", "allow")
+                jax.device_put(x)
+            with guard.no_transfers(d2h=False) as inner:
+                jax.device_put(x)  # marker: nested upload
+    assert isinstance(caught.value.__cause__, jax.errors.JaxRuntimeError), "converted once, by the inner scope"
+    assert caught.value.violations[0].site.line == line_of(HERE, "# marker: nested upload")
+    assert (len(inner.violations), len(outer.violations)) == (1, 0)
+
+
+def test_a_refusal_by_the_users_own_jax_guard_stays_jaxs(jax: Any) -> None:
+    with jax.transfer_guard("disallow"):  # implicit transfers refused, by the user's choice
+        with pytest.warns(GuardSourceWarning, match="jax.transfer_guard is on"):
+            with pytest.raises(jax.errors.JaxRuntimeError, match="Disallowed host-to-device transfer"):
+                with guard.no_transfers():
+                    jax.numpy.ones(3) + np.ones(3, dtype=np.float32)
+
+
 # ------------------------------------------------------------------- a stand-in
 @pytest.fixture
 def stand_in(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
@@ -161,12 +186,34 @@ def test_only_the_forbidden_directions_and_holes_let_jax_through(stand_in: Any) 
         fakejax.device_put(x), fakejax.to_host(x)  # warn/log leave JAX's guard alone
 
 
+def test_nested_scopes_the_innermost_decides_for_jax_and_converts_once(stand_in: Any) -> None:
+    x = np.ones(4, dtype=np.float32)
+    with pytest.raises(TransferGuardError) as caught:
+        with guard.no_transfers() as outer:
+            with guard.no_transfers(h2d=False):
+                assert _levels(fakejax) == ("allow", "disallow_explicit")
+                fakejax.device_put(x)
+            with guard.no_transfers(mode="warn"):
+                assert _levels(fakejax) == ("allow", "allow")
+                fakejax.device_put(x), fakejax.to_host(x)
+            with guard.no_transfers(h2d=False) as inner:
+                fakejax.to_host(x)  # marker: nested read
+    assert isinstance(caught.value.__cause__, fakejax.JaxRuntimeError), "converted once, by the inner scope"
+    assert [(v.kind, v.nbytes, v.site.line) for v in caught.value.violations] == [
+        ("d2h", 16, line_of(HERE, "# marker: nested read"))]
+    assert (len(inner.violations), len(outer.violations)) == (1, 0)
+
+
 def test_a_jax_guard_set_for_the_process_is_said_and_left_alone(stand_in: Any) -> None:
     fakejax.config.update("jax_transfer_guard_host_to_device", "log")
     try:
         with pytest.warns(GuardSourceWarning, match="jax.transfer_guard is on: JAX's transfers are left to it"):
             with guard.no_transfers():
                 assert _levels(fakejax) == ("log", None), "the user's JAX guard decides"
+                fakejax.device_put(np.ones(8))
+        fakejax.config.update("jax_transfer_guard_host_to_device", "disallow_explicit")
+        with pytest.raises(fakejax.JaxRuntimeError):  # the user's refusal is JAX's error, not the guard's
+            with guard.no_transfers():
                 fakejax.device_put(np.ones(8))
     finally:
         fakejax.config.update("jax_transfer_guard_host_to_device", None)
