@@ -32,6 +32,11 @@ HERE = __file__
 REFUSED = "INVALID_ARGUMENT: Disallowed host-to-device transfer: aval=ShapedArray(float32[8])"
 
 
+def _is_jax_error(exc: BaseException | None) -> bool:
+    """JAX's own runtime error (`jax.errors.JaxRuntimeError`; `jaxlib`'s `XlaRuntimeError` in older JAX)."""
+    return isinstance(exc, RuntimeError) and type(exc).__name__ in ("JaxRuntimeError", "XlaRuntimeError")
+
+
 def _levels(jax: Any) -> tuple[str | None, str | None]:
     return jax.config.jax_transfer_guard_host_to_device, jax.config.jax_transfer_guard_device_to_host
 
@@ -67,7 +72,7 @@ def test_real_jax_device_put_raises_at_the_line_with_its_bytes(jax: Any) -> None
            f"`jax.device_put(x)  # marker: real device_put`: H2D copy of 32 B by jax ({REFUSED}" in str(caught.value)
     assert str(caught.value).endswith("forbidden by no_transfers(h2d=True, d2h=True, syncs=False, mode='raise')")
     cause = caught.value.__cause__
-    assert isinstance(cause, jax.errors.JaxRuntimeError), "JAX's own error is the cause"
+    assert _is_jax_error(cause), "JAX's own error is the cause"
     assert line in [f.lineno for f in traceback.extract_tb(cause.__traceback__) if f.filename == HERE]
 
 
@@ -133,7 +138,7 @@ def test_real_jax_nested_scopes_the_innermost_decides_and_converts_once(jax: Any
                 jax.device_put(x)
             with guard.no_transfers(d2h=False) as inner:
                 jax.device_put(x)  # marker: nested upload
-    assert isinstance(caught.value.__cause__, jax.errors.JaxRuntimeError), "converted once, by the inner scope"
+    assert _is_jax_error(caught.value.__cause__), "converted once, by the inner scope"
     assert caught.value.violations[0].site.line == line_of(HERE, "# marker: nested upload")
     assert (len(inner.violations), len(outer.violations)) == (1, 0)
 
@@ -141,9 +146,10 @@ def test_real_jax_nested_scopes_the_innermost_decides_and_converts_once(jax: Any
 def test_a_refusal_by_the_users_own_jax_guard_stays_jaxs(jax: Any) -> None:
     with jax.transfer_guard("disallow"):  # implicit transfers refused, by the user's choice
         with pytest.warns(GuardSourceWarning, match="jax.transfer_guard is on"):
-            with pytest.raises(jax.errors.JaxRuntimeError, match="Disallowed host-to-device transfer"):
+            with pytest.raises(RuntimeError, match="Disallowed host-to-device transfer") as caught:
                 with guard.no_transfers():
                     jax.numpy.ones(3) + np.ones(3, dtype=np.float32)
+    assert _is_jax_error(caught.value), "not made the guard's"
 
 
 # ------------------------------------------------------------------- a stand-in
