@@ -1,8 +1,13 @@
-"""What the guard tests share: a kernel, the lines of marked statements, and a clean guard state per test."""
+"""What the guard tests share: a kernel, the lines of marked statements, a clean guard state per test.
+
+And the machine each test needs, made explicitly rather than found: which
+GPU libraries are loaded, what the CUPTI probe finds, whether a child
+process can import cupti-python; so the tests pass alike on CI and on the
+GPU machine (with cupti-python, CuPy, PyTorch, Numba and JAX loaded).
+"""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 import types
 from pathlib import Path
@@ -15,8 +20,8 @@ from offload_core import In, InOut, Out, kernel
 from offload_core.events import BUS
 from profiler.guard import delivery, watchers
 from profiler.guard.watchers import GPU_LIBRARIES, SOURCES, Frames
-from profiler.sources.cupti.frames import FrameFilter, library_folders
 from profiler.sources.cupti import probe
+from profiler.sources.cupti.frames import FrameFilter, library_folders
 
 
 @kernel
@@ -39,13 +44,12 @@ def arrays(n: int = 100) -> tuple[np.ndarray, np.ndarray]:
     return np.zeros(n), np.ones(n)
 
 
-#: whether cupti-python is installed here (the GPU machine)
-HAS_CUPTI = importlib.util.find_spec("cupti") is not None
-
-
 def hide_cupti_python(folder: Path) -> None:
-    """A `cupti` package in `folder` that fails to import as an absent one does: a program run from `folder`
-    (which leads its `sys.path`) has no cupti-python, whether or not this machine has it."""
+    """A `cupti` package in `folder` that fails to import as an absent one does.
+
+    A program run from `folder` (which leads its `sys.path`) then has no
+    cupti-python, whether or not this machine has it.
+    """
     (folder / "cupti").mkdir()
     (folder / "cupti" / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'cupti'\", name='cupti')\n")
 
