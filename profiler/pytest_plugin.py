@@ -38,6 +38,7 @@ import pytest
 if TYPE_CHECKING:
     from .analysis.detectors import Finding
     from .analysis.summary import Flow, SiteSummary, Totals
+    from .guard.scopes import NoTransfers
     from .sources.cupti import CuptiRecorder
     from .sources.recorder import Recorder
     from .trace.model import Run
@@ -248,18 +249,20 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     from .errors import ProfilerError
 
     source = recording_source(item.config)
+    # a refusal fails the test with its one line, raised outside the `except` so that no chained context is shown
+    refusal: str | None = None
+    guarded: NoTransfers | None = None
     try:  # misspelt arguments fail their test, with the message and no traceback
         limits = _limits(budget) if budget is not None else {}
         if guard_marker is not None:
             from .guard import Rules
             from .guard.scopes import NoTransfers
 
-            guarded: NoTransfers | None = NoTransfers(Rules.make(**_guard_kwargs(guard_marker, source)),
-                                                      summary=False)
-        else:
-            guarded = None
+            guarded = NoTransfers(Rules.make(**_guard_kwargs(guard_marker, source)), summary=False)
     except (ValueError, TypeError) as exc:
-        pytest.fail(str(exc), pytrace=False)
+        refusal = str(exc)
+    if refusal is not None:
+        pytest.fail(refusal, pytrace=False)
     t: Transfers | None = None
     try:
         if budget is not None:  # first: a CUPTI recording must hold CUPTI before the guard listens through it
@@ -269,7 +272,9 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     except (ProfilerError, Warning) as exc:  # no CUPTI here (or a filter made the guard's note an error): one line
         if t is not None:
             t.stop()
-        pytest.fail(str(exc), pytrace=False)
+        refusal = str(exc)
+    if refusal is not None:
+        pytest.fail(refusal, pytrace=False)
     messages = []
     try:
         try:

@@ -139,22 +139,21 @@ INTERPLAY = Interplay()
 
 
 def _jax_guard_on() -> bool:
-    """Whether JAX's transfer guard is set to anything but `allow`, in this thread's context or globally."""
-    jax = sys.modules.get("jax")
-    if jax is None:
-        return False
-    try:  # the states JAX's own context managers set (thread-local), where this JAX has them
-        from jax._src import config as states
+    """Whether JAX's transfer guard is set to anything but `allow` for host<->device copies on this thread.
 
-        values = [states.transfer_guard_host_to_device.value, states.transfer_guard_device_to_host.value]
-        return any(v not in (None, "allow") for v in values)
-    except Exception:
-        pass
-    config = getattr(jax, "config", None)
+    `jax.config`'s attributes read the value in force on the calling
+    thread: a `jax.transfer_guard(...)` context's, else the process-wide
+    setting (`jax.config.update`, `JAX_TRANSFER_GUARD`). Everything is
+    read through the loaded `jax` module, never by importing JAX's
+    private modules, which may be another JAX than the one in use.
+    """
+    config = getattr(sys.modules.get("jax"), "config", None)
+    if config is None:
+        return False
     for name in ("jax_transfer_guard", "jax_transfer_guard_host_to_device", "jax_transfer_guard_device_to_host"):
         try:
             value = getattr(config, name)
-        except Exception:
+        except Exception:  # a JAX without this setting
             continue
         if value not in (None, "allow"):
             return True
@@ -209,9 +208,10 @@ class Sources:
         self.start_cupti: Callable[[], Callable[[], None]] = _start_cupti
 
     def acquire(self, rules: Rules) -> tuple[bool, list[str]]:
-        """Start what `rules.source` needs: (whether CUPTI listens for this scope, the notes to say once).
+        """Start what `rules.source` needs: (whether CUPTI listens for this scope, the interplay notes to say once).
 
-        Release with `release(that bool)`.
+        What the scope cannot see is `blind_spots`, asked once the scope
+        knows what else guards it. Release with `release(that bool)`.
         """
         with self._lock:
             if self._users == 0:
@@ -220,15 +220,15 @@ class Sources:
                 self._unwatch = events.watch(_on_event)
             self._users += 1
             try:
-                cupti, notes = self._acquire_cupti(rules)
+                cupti = self._acquire_cupti(rules)
             except BaseException:
                 self._release_offload()
                 raise
-        return cupti, notes + INTERPLAY.refresh()
+        return cupti, INTERPLAY.refresh()
 
-    def _acquire_cupti(self, rules: Rules) -> tuple[bool, list[str]]:
+    def _acquire_cupti(self, rules: Rules) -> bool:
         if rules.source == "offload":
-            return False, []
+            return False
         if self._cupti_users == 0:
             if not self.cupti_problem:  # a machine that could not run CUPTI once is not asked again
                 try:
@@ -239,19 +239,21 @@ class Sources:
             if self.cupti_problem:
                 if rules.source == "cupti":
                     raise GuardSourceError(f"no_transfers(source='cupti'): {self.cupti_problem}")
-                return False, self.blind_spots(rules, cupti=False)
+                return False
         self._cupti_users += 1
-        return True, []
+        return True
 
-    def blind_spots(self, rules: Rules, cupti: bool) -> list[str]:
+    def blind_spots(self, rules: Rules, cupti: bool, covered: tuple[str, ...] = ()) -> list[str]:
         """What a scope that runs without CUPTI cannot see: the GPU libraries loaded now (said at entry and exit).
 
-        At exit too, because a program guarded as a whole (`OFFLOAD_GUARD`)
-        imports its libraries after the scope has opened.
+        `covered` names the libraries the scope guards by other means (JAX's
+        own guard, turned on by a `raise` scope). At exit too, because a
+        program guarded as a whole (`OFFLOAD_GUARD`) imports its libraries
+        after the scope has opened.
         """
         if cupti or rules.source != "auto" or not self.cupti_problem:
             return []
-        loaded = [m for m in GPU_LIBRARIES if m in sys.modules]
+        loaded = [m for m in GPU_LIBRARIES if m in sys.modules and m not in covered]
         if not loaded:
             return []
         return [f"the transfer guard sees only offload_core's copies here, not those of {', '.join(loaded)}: "

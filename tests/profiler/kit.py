@@ -13,6 +13,10 @@ from profiler.sources.recorder import Recorder
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = Path(__file__).resolve().parent / "programs"
+#: pytester arguments that load the project's pytest plugin however the project is installed: from a checkout
+#: on PYTHONPATH (no entry point) or as a package, whose `pytest11` entry point `offload_prof` is blocked so
+#: that the module is not registered twice
+PLUGIN = ("-p", "no:offload_prof", "-p", "profiler.pytest_plugin")
 
 
 def record(code: str, folder: Path, *, name: str = "snippet.py", fingerprints: bool = True) -> Run:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from .kit import PLUGIN
+
 pytest_plugins = ["pytester"]
 
 KERNELS = """
@@ -30,7 +32,7 @@ def batched(n=3):
 
 def _run(pytester: pytest.Pytester, body: str) -> pytest.RunResult:
     pytester.makepyfile(test_sample=KERNELS + body)
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-W", "error")
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", *PLUGIN, "-W", "error")
 
 
 def test_fixture_counts_copies(pytester: pytest.Pytester) -> None:
@@ -115,7 +117,7 @@ def test_negative():
 
 
 def test_marker_is_registered(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest_subprocess("--markers")
+    result = pytester.runpytest_subprocess("--markers")  # through the installed package's entry point
     result.stdout.fnmatch_lines(["*transfer_budget(h2d=None, d2h=None, *): fail the test when its copies*",
                                  "*no_transfers(h2d=True, d2h=True, syncs=False, mode='log', *): fail the test naming "
                                  "every line*"])

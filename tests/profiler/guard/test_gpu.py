@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import traceback
+import warnings
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -26,6 +27,7 @@ from profiler.guard import TransferGuardError, watchers
 from profiler.guard.watchers import SOURCES
 from profiler.sources.cupti.probe import import_cupti
 
+from ..kit import PLUGIN
 from .kit import line_of
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # JAX shares the GPU with CuPy and PyTorch here
@@ -82,6 +84,19 @@ def test_cupy_uploads_downloads_and_syncs() -> None:
             if float(d.sum()) < 0:  # a scalar read for control flow
                 break
     assert g.violations == []
+
+
+def test_auto_listens_through_cupti_here_and_says_nothing() -> None:
+    cp = pytest.importorskip("cupy")  # a GPU library is loaded: without CUPTI the scope would say so
+    x = np.ones(1024)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a GuardSourceWarning ("... CUPTI needs ...") would fail here
+        with guard.no_transfers(mode="log") as g:
+            cp.asarray(x)  # marker: auto upload
+    assert SOURCES.cupti_problem == "", "the probe found cupti-python and the GPU"
+    assert {(v.kind, v.source, v.site.line) for v in g.violations} == {
+        ("h2d", "cupti", line_of(HERE, "# marker: auto upload"))}
+    assert total([(v.kind, v.nbytes) for v in g.violations], "h2d") == x.nbytes
 
 
 # ----------------------------------------------------------------------- PyTorch
@@ -204,11 +219,7 @@ import guard_train
 def test_steps():
     guard_train.train(7, guard_train.build())
 """)
-    from importlib.metadata import entry_points
-
-    installed = any(ep.value == "profiler.pytest_plugin" for ep in entry_points(group="pytest11"))
-    plugin = [] if installed else ["-p", "profiler.pytest_plugin"]  # run from a checkout on PYTHONPATH
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *plugin, "--offload-source=cupti")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *PLUGIN, "--offload-source=cupti")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
         f"*guard_train.py:{_item_line()} in train: `total += loss.item()  # site: item`: 7 D2H copies (28 B)*",

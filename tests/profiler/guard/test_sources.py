@@ -12,10 +12,9 @@ from offload_core import offload
 from profiler import guard
 from profiler.errors import ProfilerError
 from profiler.guard import GuardSourceError, GuardSourceWarning
-from profiler.guard import watchers
 from profiler.guard.watchers import SOURCES
 
-from .kit import HAS_CUPTI, arrays, daxpy
+from .kit import arrays, daxpy, line_of, loaded_libraries, probe_finds
 
 HERE = __file__
 
@@ -46,18 +45,34 @@ def test_source_cupti_without_cupti_is_refused_in_one_line(no_cupti: list[int]) 
     assert no_cupti == [1], "a machine that could not run CUPTI is not asked again"
 
 
-@pytest.mark.skipif(HAS_CUPTI, reason="cupti-python is installed here")
-def test_the_real_probe_refuses_here_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(SOURCES, "start_cupti", watchers._start_cupti)  # the probe imports cupti-python: absent
-    with pytest.raises(GuardSourceError, match=r"^no_transfers\(source='cupti'\): CUPTI needs the cupti extra") as caught:
+EXTRA = "the cupti extra (pip install 'offload-guard[cupti]'): No module named 'cupti'"
+GPU = ("an NVIDIA GPU: libcuda.so.1 not found (no NVIDIA driver; on AMD GPUs record with rocprofv3 and "
+       "`offload-prof import-rocprof`)")
+
+
+@pytest.mark.parametrize(("cupti", "gpu", "problem"), [
+    (False, False, f"CUPTI needs {EXTRA}; and {GPU}"),
+    (False, True, f"CUPTI needs {EXTRA}"),
+    (True, False, f"CUPTI needs {GPU}"),
+], ids=["neither", "no-cupti-python", "no-gpu"])
+def test_what_the_probe_misses_is_said_in_one_line(monkeypatch: pytest.MonkeyPatch, cupti: bool, gpu: bool,
+                                                   problem: str) -> None:
+    probe_finds(monkeypatch, cupti=cupti, gpu=gpu)
+    with pytest.raises(GuardSourceError) as caught:
         with guard.no_transfers(source="cupti"):
+            raise AssertionError("not entered")
+    assert str(caught.value) == f"no_transfers(source='cupti'): {problem}"
+    loaded_libraries(monkeypatch, "cupy", "torch")
+    with pytest.warns(GuardSourceWarning) as record:
+        with guard.no_transfers(mode="log"):
             pass
-    assert "\n" not in str(caught.value)
+    assert [str(w.message) for w in record] == [
+        f"offload guard: the transfer guard sees only offload_core's copies here, not those of cupy, torch: {problem}"]
 
 
 def test_auto_says_once_what_it_cannot_see_when_a_gpu_library_is_loaded(
         no_cupti: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "cupy", types.ModuleType("cupy"))
+    loaded_libraries(monkeypatch, "cupy")
     with pytest.warns(GuardSourceWarning) as record:
         for _ in range(3):
             with guard.no_transfers(mode="log"):  # marker: entered
@@ -66,13 +81,12 @@ def test_auto_says_once_what_it_cannot_see_when_a_gpu_library_is_loaded(
     assert str(w.message) == ("offload guard: the transfer guard sees only offload_core's copies here, not those of "
                               "cupy: CUPTI needs the cupti extra (pip install 'offload-guard[cupti]'): "
                               "No module named 'cupti'")
-    assert w.filename == HERE, "said at the line that opened the scope"
+    assert (w.filename, w.lineno) == (HERE, line_of(HERE, "# marker: entered")), "said at the line that opened it"
 
 
 def test_auto_without_a_gpu_library_guards_offload_core_silently(no_cupti: list[int],
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("cupy", "torch", "jax", "numba"):
-        monkeypatch.delitem(sys.modules, name, raising=False)
+    loaded_libraries(monkeypatch)
     y, x = arrays()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -87,7 +101,9 @@ def test_source_offload_never_asks_for_cupti(no_cupti: list[int]) -> None:
     assert no_cupti == []
 
 
-def test_an_offload_core_copy_is_reported_once_and_by_its_event(no_cupti: list[int]) -> None:
+def test_an_offload_core_copy_is_reported_once_and_by_its_event(no_cupti: list[int],
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    loaded_libraries(monkeypatch)
     y, x = arrays()
     with guard.no_transfers(mode="log") as g:
         offload(daxpy, y, x, 1.0)
@@ -96,8 +112,7 @@ def test_an_offload_core_copy_is_reported_once_and_by_its_event(no_cupti: list[i
 
 def test_a_library_loaded_inside_the_scope_is_said_when_it_ends(no_cupti: list[int],
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("cupy", "torch", "jax", "numba"):
-        monkeypatch.delitem(sys.modules, name, raising=False)
+    loaded_libraries(monkeypatch)
     with pytest.warns(GuardSourceWarning, match=r"not those of torch: CUPTI needs the cupti extra") as record:
         with guard.no_transfers(mode="log"):
             monkeypatch.setitem(sys.modules, "torch", types.ModuleType("torch"))  # the program imports it
