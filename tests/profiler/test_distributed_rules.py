@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import json
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -83,6 +84,27 @@ def test_no_staged_transfer_where_the_receiver_had_the_bytes_the_same_rank_or_no
     small = [Record(r.kind, r.start_ns, r.duration_ns, 512, site=r.site, fingerprint=r.fingerprint,
                     process=r.process) for r in staged()]
     assert findings(job(*small), "OFF508") == [], "below min_bytes"
+
+
+def staged_through_updates(then: str) -> Run:
+    """One rank downloading a buffer at line 21 four times, each download followed by a call on that buffer."""
+    records = []
+    for n in range(4):
+        t = 1_000_000 * (n + 1)
+        records.append(Record("d2h", t, 50_000, MiB, array=0x7F00, site=site(21), process=0))
+        records.append(Record("collective", t + 100_000, 30_000, MiB, kernel=then, array=0x7F00, site=site(22),
+                              process=0))
+    run = job(*records, world=1)
+    return Run(replace(run.meta, backend="numpy", device="host"), run.records)  # OFF506 skips CUPTI traces
+
+
+def test_a_download_sent_to_another_rank_was_read_and_one_received_over_was_not() -> None:
+    from profiler.analysis.detectors import detect
+
+    assert [f.code for f in detect(staged_through_updates("send"))] == [], "the send reads what was downloaded"
+    assert [f.code for f in detect(staged_through_updates("all_reduce"))] == []
+    (f,) = detect(staged_through_updates("recv"))
+    assert (f.code, f.count, f.site) == ("OFF506", 3, site(21)), "a receive overwrites the download unread"
 
 
 # ------------------------------------------------------------------ OFF509
