@@ -1,8 +1,9 @@
 """Distributed jobs recorded for real: ranks as processes of one trace, per-rank traces, the merged job, its consumers.
 
-Without PyTorch the ranks are started by tests/profiler/programs/launch_ranks.py,
-which does what torchrun does for its workers (a fresh interpreter per
-rank with RANK, LOCAL_RANK and WORLD_SIZE set); with PyTorch installed the
+The ranks are started by tests/profiler/programs/launch_ranks.py, which
+does what torchrun does for its workers (a fresh interpreter per rank with
+RANK, LOCAL_RANK and WORLD_SIZE set), so that they run without PyTorch;
+with PyTorch installed (the `distributed` extra, which CI installs) the
 same is checked under torchrun itself, with the gloo backend on the CPU.
 Each rank of programs/ranked.py launches `3 + rank * RANKED_EXTRA` times
 from one line, so every count below is exact.
@@ -10,6 +11,7 @@ from one line, so every count below is exact.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -214,8 +216,10 @@ if dist.get_rank() == 1:
 
 
 def needs_torch() -> None:
-    pytest.importorskip("torch", reason="PyTorch is not installed (its wheels are too large for the test extra): "
-                                        "the ranks are launched by programs/launch_ranks.py above instead")
+    """Skip without PyTorch; never imports it here (in the test process it would stay loaded for the tests after)."""
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("PyTorch is not installed (the distributed extra: make test EXTRAS=test,distributed); "
+                    "the ranks are launched by launch_ranks.py above")
 
 
 def collectives_per_rank(run: Run) -> Counter[tuple[int, str | None, int, int | None]]:

@@ -3,8 +3,9 @@ recording of torch.distributed's calls.
 
 The rules are checked three ways: on jobs built record by record (exact
 times, so that which rank waited for which is known), on a job recorded
-for real with the stand-in for torch.distributed (CI has no PyTorch), and,
-where PyTorch is installed, on the catalog's examples run under torchrun
+for real with the stand-in for torch.distributed (so that they run without
+PyTorch), and, where PyTorch is installed (the `distributed` extra, which
+CI installs), on the catalog's examples run under torchrun
 with the gloo backend (those that use CUDA tensors only on a GPU).
 """
 
@@ -173,7 +174,7 @@ def test_ranks_that_stop_calling_the_same_collectives_are_not_lined_up_further()
 
 # -------------------------------------------- torch.distributed's calls, recorded for real
 def test_torch_distributed_calls_are_recorded_with_their_bytes_and_lines(tmp_path: Path) -> None:
-    """A job of two ranks whose torch.distributed is the stand-in (CI has no PyTorch): the wrapping is the same."""
+    """A job of two ranks whose torch.distributed is the stand-in (it runs without PyTorch): the wrapping is the same."""
     proc = prof("run", "-o", "job.json", "--", str(LAUNCHER), "2", str(LOGGED), cwd=tmp_path,
                 PYTHONPATH=str(STANDIN))
     assert proc.returncode == 0, proc.stderr
@@ -217,7 +218,8 @@ def test_every_distributed_rule_has_examples_of_several_ranks() -> None:
     assert {p.values[0].id for p in RANKED_CASES} == {"OFF508", "OFF509", "OFF510"}
 
 
-@pytest.mark.skipif(not TORCH, reason="PyTorch is not installed (its wheels are too large for the test extra)")
+@pytest.mark.skipif(not TORCH, reason="PyTorch is not installed (the distributed extra: make test "
+                                                    "EXTRAS=test,distributed)")
 @pytest.mark.parametrize("rule, kind, n, example", RANKED_CASES)
 def test_catalog_example_under_torchrun(tmp_path: Path, rule, kind: str, n: int, example) -> None:  # type: ignore[no-untyped-def]
     path = tmp_path / f"{rule.id}_{kind}{n}.py"
