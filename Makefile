@@ -5,13 +5,17 @@
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed
+# The extras installed for the tests; CI adds `distributed` (PyTorch) so that the
+# torchrun tests run instead of skipping: `make test EXTRAS=test,distributed`.
+EXTRAS ?= test
+comma  := ,
+STAMP  := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
 .PHONY: demo test clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[$(EXTRAS)]'
 	@touch $@
 
 # The suite on both paths, recorded and opened side by side in the TUI (q quits);

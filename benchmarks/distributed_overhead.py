@@ -5,7 +5,8 @@ Run: python benchmarks/distributed_overhead.py [--ranks 2] [--steps 50] [--size 
 
 The job is a training-like loop (`PROGRAM` below): every step each rank
 multiplies two `--size` square matrices on its device (CUDA where PyTorch
-sees a GPU, else the CPU), all-reduces a gradient-sized tensor and a
+sees a GPU, else the CPU), all-reduces a gradient-sized tensor (4 MiB, or
+the matrix's size where that is smaller) and a
 one-element loss (the logging collective OFF509 names), and reads the
 loss every tenth step. Each rank times its own loop (set-up, the process
 group's start and the first step outside the clock) and prints it; the
@@ -42,7 +43,7 @@ if cuda:
 device = "cuda" if cuda else "cpu"
 dist.init_process_group(backend)
 a = torch.rand(size, size, device=device)
-grad = torch.zeros(1 << 20, device=device)
+grad = torch.zeros(min(1 << 20, size * size), device=device)  # at most 4 MiB, at most the matrix
 loss = torch.zeros((), device=device)
 
 
@@ -104,8 +105,9 @@ def main() -> None:
         import torch
 
         where = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "CPU"
+        grad_mib = min(1 << 20, args.size ** 2) * 4 / 2 ** 20
         print(f"# {args.ranks} ranks, {args.backend}, {where}, --source {args.source}, {args.steps} steps of "
-              f"{args.size}^2 matmul + 4 MiB and 4 B all-reduces, fastest of {args.repeats}; "
+              f"{args.size}^2 matmul + {grad_mib:g} MiB and 4 B all-reduces, fastest of {args.repeats}; "
               f"PyTorch {torch.__version__}, Python {sys.version.split()[0]}")
         print(f"{'rank':>4}  {'off ms':>9}  {'recorded ms':>11}  {'overhead':>8}  {'per step µs':>11}")
         for rank in sorted(best["off"]):

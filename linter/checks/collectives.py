@@ -19,9 +19,11 @@ from ..context import FileContext
 from ..model import Loop
 from .registry import check
 
-#: torch.distributed's collectives whose first argument is the tensor reduced (or sent) in place
+#: torch.distributed's collectives whose first argument holds the result (reduced, sent or gathered into);
+#: `*_single` are PyTorch 2.13's names of the `*_tensor` pair
 COLLECTIVES = frozenset(f"torch.distributed.{name}" for name in (
-    "all_reduce", "reduce", "broadcast", "all_gather_into_tensor", "reduce_scatter_tensor"))
+    "all_reduce", "reduce", "broadcast", "all_gather_into_tensor", "reduce_scatter_tensor",
+    "all_gather_single", "reduce_scatter_single"))
 #: methods that bring a tensor's value to the host
 READS = frozenset({"item", "tolist", "cpu", "numpy"})
 #: builtins that do the same for a one-element tensor

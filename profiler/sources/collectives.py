@@ -32,7 +32,9 @@ from .postimport import PostImport
 OPERATIONS: Final[dict[str, tuple[int, str]]] = {
     "all_reduce": (0, "tensor"), "broadcast": (0, "tensor"), "reduce": (0, "tensor"),
     "all_gather": (1, "tensor"), "all_gather_into_tensor": (1, "input_tensor"),
+    "all_gather_single": (1, "input_tensor"),  # the newer name of all_gather_into_tensor (PyTorch 2.13 has both)
     "reduce_scatter": (1, "input_list"), "reduce_scatter_tensor": (1, "input"),
+    "reduce_scatter_single": (1, "input"),  # ... and for reduce_scatter_tensor
     "all_to_all": (1, "input_tensor_list"), "all_to_all_single": (1, "input"),
     "gather": (0, "tensor"), "scatter": (0, "tensor"),
     "send": (0, "tensor"), "recv": (0, "tensor"), "isend": (0, "tensor"), "irecv": (0, "tensor"),

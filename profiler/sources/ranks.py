@@ -62,14 +62,19 @@ def current_device(backend: str | None = None) -> str:
 
     PyTorch's current CUDA device where PyTorch initialised CUDA; else, for
     offload_core's NumPy backend (`backend`), the host; else CuPy's current
-    device where CuPy is loaded. Nothing is imported or initialised that
-    the program did not already use (asking an idle CUDA would create a
-    context in a process that may never have wanted one).
+    device where CuPy is loaded; else, where PyTorch is loaded and never
+    initialised CUDA, the host (a gloo job on the CPU: its tensors never
+    left it). Nothing is imported or initialised that the program did not
+    already use (asking an idle CUDA would create a context in a process
+    that may never have wanted one).
     """
     torch = sys.modules.get("torch")
+    torch_on_cpu = False
     try:
-        if torch is not None and torch.cuda.is_initialized():
-            return f"cuda:{torch.cuda.current_device()}"
+        if torch is not None:
+            if torch.cuda.is_initialized():
+                return f"cuda:{torch.cuda.current_device()}"
+            torch_on_cpu = True
     except Exception:  # a torch build without CUDA, or one being torn down at exit
         pass
     if backend == "numpy":
@@ -80,7 +85,7 @@ def current_device(backend: str | None = None) -> str:
             return f"cuda:{cupy.cuda.runtime.getDevice()}"
         except Exception:
             return ""
-    return ""
+    return "cpu" if torch_on_cpu else ""
 
 
 def merge_ranks(runs: Sequence[Run]) -> Run:

@@ -1,8 +1,9 @@
 """Distributed jobs recorded for real: ranks as processes of one trace, per-rank traces, the merged job, its consumers.
 
-Without PyTorch the ranks are started by tests/profiler/programs/launch_ranks.py,
-which does what torchrun does for its workers (a fresh interpreter per
-rank with RANK, LOCAL_RANK and WORLD_SIZE set); with PyTorch installed the
+The ranks are started by tests/profiler/programs/launch_ranks.py, which
+does what torchrun does for its workers (a fresh interpreter per rank with
+RANK, LOCAL_RANK and WORLD_SIZE set), so that they run without PyTorch;
+with PyTorch installed (the `distributed` extra, which CI installs) the
 same is checked under torchrun itself, with the gloo backend on the CPU.
 Each rank of programs/ranked.py launches `3 + rank * RANKED_EXTRA` times
 from one line, so every count below is exact.
@@ -10,6 +11,7 @@ from one line, so every count below is exact.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -210,26 +212,95 @@ x = np.ones(1024)
 y = np.zeros(1024)
 for step in range(2 + rank):
     offload(scale, y, x)
-    t = torch.from_numpy(y.copy())
-    dist.all_reduce(t)
+t = torch.from_numpy(y.copy())
+for step in range(2):  # every rank calls every collective: a rank with one more would wait for ever
+    dist.all_reduce(t)  # the reduce line
+assert t[0].item() == 2 * (2 + 3), "rank 0 added x twice, rank 1 three times, and the second reduce doubled it"
 dist.destroy_process_group()
+'''
+TORCH_ONLY = '''
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+m = torch.zeros(3, dtype=torch.float64)
+for step in range(5):
+    dist.all_reduce(m)  # the metric line
+if dist.get_rank() == 1:
+    raise SystemExit(3)
 '''
 
 
+def needs_torch() -> None:
+    """Skip without PyTorch; never imports it here (in the test process it would stay loaded for the tests after)."""
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("PyTorch is not installed (the distributed extra: make test EXTRAS=test,distributed); "
+                    "the ranks are launched by launch_ranks.py above")
+
+
+def collectives_per_rank(run: Run) -> Counter[tuple[int, str | None, int, int | None]]:
+    ranks = [p.rank.rank if p.rank is not None else -1 for p in run.meta.processes]
+    return Counter((ranks[r.process], r.kernel, r.nbytes, r.site.line if r.site else None)
+                   for r in run.records if r.kind == "collective")
+
+
 def test_torchrun_with_gloo_on_the_cpu(tmp_path: Path) -> None:
-    pytest.importorskip("torch", reason="PyTorch is not installed (its wheels are too large for the test extra): "
-                                        "the ranks are launched by programs/launch_ranks.py above instead")
+    needs_torch()
     (tmp_path / "train.py").write_text(TORCH_PROGRAM)
     proc = prof("run", "-o", "job.json", "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
                 "train.py", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     run = Run.load(tmp_path / "job.json")
-    ranked = sorted((p.rank.rank, p.rank.world_size) for p in run.meta.processes if p.rank is not None)
-    assert ranked == [(0, 2), (1, 2)]
+    ranked = sorted((p.rank.rank, p.rank.local_rank, p.rank.world_size, p.rank.device)
+                    for p in run.meta.processes if p.rank is not None)
+    assert ranked == [(0, 0, 2, "cpu"), (1, 1, 2, "cpu")]
+    jobs = {p.rank.job for p in run.meta.processes if p.rank is not None}
+    assert len(jobs) == 1 and jobs.pop().endswith("|0"), "torchrun's run id, rendezvous and restart count"
     assert launches_per_rank(run) == {0: 2, 1: 3}
-    assert (tmp_path / "job.rank0.json").exists() and (tmp_path / "job.rank1.json").exists()
+    line = next(n for n, text in enumerate(TORCH_PROGRAM.splitlines(), 1) if text.endswith("# the reduce line"))
+    assert collectives_per_rank(run) == {(0, "all_reduce", 8192, line): 2, (1, "all_reduce", 8192, line): 2}
+    for rank in (0, 1):
+        part = Run.load(tmp_path / f"job.rank{rank}.json")
+        assert [p.rank.rank for p in part.meta.processes] == [rank]
     gate = prof("gate", "job.json", "--baseline", "job.json", "--rank", "1", cwd=tmp_path)
     assert gate.returncode == 0, gate.stdout + gate.stderr
+
+
+def test_torchruns_console_script_and_a_failing_rank(tmp_path: Path) -> None:
+    """`-- torchrun ...` records the launcher as a program; a rank's exit status is torchrun's, and so the run's."""
+    needs_torch()
+    torchrun = Path(sys.executable).with_name("torchrun")
+    if not torchrun.exists():
+        pytest.skip("PyTorch's torchrun script is not beside this interpreter")
+    (tmp_path / "metric.py").write_text(TORCH_ONLY)
+    proc = prof("run", "-o", "job.json", "--", str(torchrun), "--standalone", "--nproc-per-node", "2", "metric.py",
+                cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert "metric.py FAILED" in proc.stderr and "exitcode  : 3" in proc.stderr
+    run = Run.load(tmp_path / "job.json")
+    assert run.meta.exit_code == 1
+    line = next(n for n, text in enumerate(TORCH_ONLY.splitlines(), 1) if text.endswith("# the metric line"))
+    assert collectives_per_rank(run) == {(0, "all_reduce", 24, line): 5, (1, "all_reduce", 24, line): 5}
+    assert sorted(p.rank.device for p in run.meta.processes if p.rank is not None) == ["cpu", "cpu"], \
+        "PyTorch that never touched CUDA ran on the host"
+    report = prof("report", "--format", "json", "job.json", cwd=tmp_path)
+    (f,) = [f for f in json.loads(report.stdout)["findings"] if f["code"] == "OFF509"]
+    assert f["ranks"] == [0, 1] and f["count"] == 5 and f["site"]["line"] == line
+
+
+def test_torchrun_starting_a_profiler_per_rank(tmp_path: Path) -> None:
+    """`torchrun -m profiler run`: each rank records itself and the last to finish merges the job."""
+    needs_torch()
+    (tmp_path / "train.py").write_text(TORCH_PROGRAM)
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                           "-m", "profiler", "run", "-o", "out/job.json", "--", "train.py"],
+                          cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("the last to finish, the job's trace") == 1, proc.stderr
+    merged = Run.load(tmp_path / "out" / "job.json")
+    assert [(p.rank.rank, p.start) for p in merged.meta.processes if p.rank] == [(0, "main"), (1, "main")]
+    assert launches_per_rank(merged) == {0: 2, 1: 3}
+    assert sum(collectives_per_rank(merged).values()) == 4
 
 
 def test_merge_joins_the_ranks_traces_and_refuses_what_is_no_rank_of_the_job(job: Path, tmp_path: Path) -> None:

@@ -3,8 +3,9 @@ recording of torch.distributed's calls.
 
 The rules are checked three ways: on jobs built record by record (exact
 times, so that which rank waited for which is known), on a job recorded
-for real with the stand-in for torch.distributed (CI has no PyTorch), and,
-where PyTorch is installed, on the catalog's examples run under torchrun
+for real with the stand-in for torch.distributed (so that they run without
+PyTorch), and, where PyTorch is installed (the `distributed` extra, which
+CI installs), on the catalog's examples run under torchrun
 with the gloo backend (those that use CUDA tensors only on a GPU).
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import json
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -85,6 +87,27 @@ def test_no_staged_transfer_where_the_receiver_had_the_bytes_the_same_rank_or_no
     assert findings(job(*small), "OFF508") == [], "below min_bytes"
 
 
+def staged_through_updates(then: str) -> Run:
+    """One rank downloading a buffer at line 21 four times, each download followed by a call on that buffer."""
+    records = []
+    for n in range(4):
+        t = 1_000_000 * (n + 1)
+        records.append(Record("d2h", t, 50_000, MiB, array=0x7F00, site=site(21), process=0))
+        records.append(Record("collective", t + 100_000, 30_000, MiB, kernel=then, array=0x7F00, site=site(22),
+                              process=0))
+    run = job(*records, world=1)
+    return Run(replace(run.meta, backend="numpy", device="host"), run.records)  # OFF506 skips CUPTI traces
+
+
+def test_a_download_sent_to_another_rank_was_read_and_one_received_over_was_not() -> None:
+    from profiler.analysis.detectors import detect
+
+    assert [f.code for f in detect(staged_through_updates("send"))] == [], "the send reads what was downloaded"
+    assert [f.code for f in detect(staged_through_updates("all_reduce"))] == []
+    (f,) = detect(staged_through_updates("recv"))
+    assert (f.code, f.count, f.site) == ("OFF506", 3, site(21)), "a receive overwrites the download unread"
+
+
 # ------------------------------------------------------------------ OFF509
 def metric_collectives(rank: int, steps: int, nbytes: int = 4, op: str = "all_reduce") -> list[Record]:
     return [Record("collective", 1_000_000 * (n + 1) + rank, 20_000, nbytes, kernel=op, site=site(30), process=rank)
@@ -151,7 +174,7 @@ def test_ranks_that_stop_calling_the_same_collectives_are_not_lined_up_further()
 
 # -------------------------------------------- torch.distributed's calls, recorded for real
 def test_torch_distributed_calls_are_recorded_with_their_bytes_and_lines(tmp_path: Path) -> None:
-    """A job of two ranks whose torch.distributed is the stand-in (CI has no PyTorch): the wrapping is the same."""
+    """A job of two ranks whose torch.distributed is the stand-in (it runs without PyTorch): the wrapping is the same."""
     proc = prof("run", "-o", "job.json", "--", str(LAUNCHER), "2", str(LOGGED), cwd=tmp_path,
                 PYTHONPATH=str(STANDIN))
     assert proc.returncode == 0, proc.stderr
@@ -195,7 +218,8 @@ def test_every_distributed_rule_has_examples_of_several_ranks() -> None:
     assert {p.values[0].id for p in RANKED_CASES} == {"OFF508", "OFF509", "OFF510"}
 
 
-@pytest.mark.skipif(not TORCH, reason="PyTorch is not installed (its wheels are too large for the test extra)")
+@pytest.mark.skipif(not TORCH, reason="PyTorch is not installed (the distributed extra: make test "
+                                                    "EXTRAS=test,distributed)")
 @pytest.mark.parametrize("rule, kind, n, example", RANKED_CASES)
 def test_catalog_example_under_torchrun(tmp_path: Path, rule, kind: str, n: int, example) -> None:  # type: ignore[no-untyped-def]
     path = tmp_path / f"{rule.id}_{kind}{n}.py"

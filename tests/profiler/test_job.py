@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -12,7 +14,7 @@ from profiler.analysis.ranks import ranks_text, summarise
 from profiler.errors import TraceError
 from profiler.model import Meta, Process, Rank, Record, Run, Site
 from profiler.sources.merge import ADDRESS_BITS
-from profiler.sources.ranks import job_id, merge_ranks, rank_from_env
+from profiler.sources.ranks import current_device, job_id, merge_ranks, rank_from_env
 from profiler.trace.job import job_of
 from profiler.trace.tracefile import rank_path
 
@@ -39,6 +41,28 @@ def test_the_rank_comes_from_torchruns_variables() -> None:
     for env in ({}, {"RANK": "0"}, {"RANK": "x", "WORLD_SIZE": "2"}, {"RANK": "2", "WORLD_SIZE": "2"},
                 {"RANK": "-1", "WORLD_SIZE": "2"}, {"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "-3"}):
         assert rank_from_env(env) is None, env
+
+
+def fake_torch(initialised: bool, device: int = 0) -> SimpleNamespace:
+    """What `current_device` reads of a loaded PyTorch: whether CUDA was initialised, and its current device."""
+    return SimpleNamespace(cuda=SimpleNamespace(is_initialized=lambda: initialised, current_device=lambda: device))
+
+
+def test_the_device_of_a_rank_is_what_its_program_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    monkeypatch.delitem(sys.modules, "cupy", raising=False)
+    assert current_device() == "" and current_device("numpy") == "cpu"
+    monkeypatch.setitem(sys.modules, "torch", fake_torch(True, 1))
+    assert current_device() == "cuda:1" and current_device("numpy") == "cuda:1"
+    # PyTorch loaded but CUDA never touched (gloo on the CPU): its tensors stayed on the host
+    monkeypatch.setitem(sys.modules, "torch", fake_torch(False))
+    assert current_device() == "cpu"
+    monkeypatch.setitem(sys.modules, "cupy", SimpleNamespace(cuda=SimpleNamespace(
+        runtime=SimpleNamespace(getDevice=lambda: 3))))
+    assert current_device() == "cuda:3", "CuPy's device where the program used CuPy beside a CPU-only PyTorch"
+    monkeypatch.setitem(sys.modules, "torch", SimpleNamespace())  # no torch.cuda: nothing known from PyTorch
+    monkeypatch.delitem(sys.modules, "cupy")
+    assert current_device() == ""
 
 
 def test_a_rank_survives_the_trace_file_and_a_process_without_one_writes_none(tmp_path: Path) -> None:

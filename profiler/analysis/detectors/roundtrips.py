@@ -6,7 +6,11 @@ those bytes, a round trip through the host that left the data unchanged;
 both copies are claimed. OFF506 needs no fingerprints: a download into the
 buffer that is overwritten by the next download into it, with no upload of
 the buffer in between, so the host never sent it anywhere. The profiler
-cannot see host *reads*; the rule says so, and only fires on repeats.
+cannot see host *reads*; the rule says so, and only fires on repeats. One
+read it does see: a torch.distributed call on a tensor sharing the buffer
+(`dist.send(torch.from_numpy(u), dst=1)`) sends the downloaded bytes to
+another rank, so a collective on the buffer, other than a receive into
+it, ends the download's wait for a reader as an upload does.
 OFF506 skips the backends its `skip_backends` option lists (CUPTI traces,
 whose host addresses are the libraries' own download buffers).
 """
@@ -18,6 +22,9 @@ from collections import defaultdict
 from ...trace.records import Site
 from ..replay import keep_resident
 from .base import Context, Draft, line_of, names
+
+#: torch.distributed's calls that only write their tensor: a receive into a buffer reads none of it
+RECEIVES = frozenset({"recv", "irecv"})
 
 
 def round_trip(ctx: Context) -> None:
@@ -64,6 +71,9 @@ def write_back_never_read(ctx: Context) -> None:
         key = (r.array, r.nbytes)
         if r.kind == "h2d":
             last_down.pop(key, None)
+        elif r.kind == "collective" and r.kernel not in RECEIVES:
+            for held in [k for k in last_down if k[0] == r.array]:  # the tensor may cover part of the buffer only
+                del last_down[held]
         elif r.kind == "d2h":
             prev = last_down.get(key)
             if prev is not None and not ctx.claimed(prev):
