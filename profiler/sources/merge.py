@@ -17,34 +17,16 @@ Records keep each process's own order and are interleaved by start time
 from __future__ import annotations
 
 import heapq
-import linecache
 from dataclasses import replace
 from typing import Iterable, Sequence
 
 from ..trace.model import Run
-from ..trace.records import Process, Record, Site
+from ..trace.records import Process, Record
 from .parts import Part, Row, Unrecorded
+from .sitecache import SiteCache
 
 #: a child's process index sits above this bit of its buffer addresses
 ADDRESS_BITS = 52
-
-
-class _Sites:
-    """(file, line, function) -> one `Site` with its source text, shared with the target's own records."""
-
-    def __init__(self, known: Iterable[Site]) -> None:
-        self._sites = {(s.file, s.line, s.function): s for s in known}
-
-    def get(self, key: tuple[str, int, str] | None) -> Site | None:
-        if key is None:
-            return None
-        site = self._sites.get(key)
-        if site is None:
-            raw = linecache.getline(key[0], key[1]).rstrip("\r\n")
-            text = raw.strip()
-            column = len(raw) - len(raw.lstrip()) + 1 if text else 1
-            site = self._sites[key] = Site(key[0], key[1], key[2], text, column)
-        return site
 
 
 class _Renumber:
@@ -92,7 +74,7 @@ def merge(main: Run, main_process: Process, t0_ns: int, parts: Sequence[Part],
     """
     processes: list[Process] = [main_process]
     streams: list[Iterable[Record]] = [main.records]
-    sites = _Sites(main.sites)
+    sites = SiteCache(main.sites)
     launches = _Renumber(r.launch for r in main.records)
     regions = _Renumber(r.region for r in main.records)
     order = sorted(parts, key=lambda p: (p.rows[0][1] if p.rows else float("inf"), p.hello.pid))
@@ -117,7 +99,7 @@ def merge(main: Run, main_process: Process, t0_ns: int, parts: Sequence[Part],
 
 
 def _records(rows: Sequence[Row], process: int, t0_ns: int, launch_offset: int, region_offset: int,
-             sites: _Sites) -> list[Record]:
+             sites: SiteCache) -> list[Record]:
     tag = process << ADDRESS_BITS
     out = []
     for (kind, start, duration, nbytes, pinned, kernel, launch, param, array, site, region, mode, fp, *devices) in rows:

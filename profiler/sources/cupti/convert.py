@@ -31,13 +31,13 @@ that the CLI can say what the trace leaves out.
 
 from __future__ import annotations
 
-import linecache
 import shutil
 import subprocess
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Union
 
 from ...trace.records import Record, Site
+from ..sitecache import SiteCache
 from .activity import HOST_WAITS, ApiCall, Capture, Copy, Kernel, Memset, Sync
 
 Activity = Union[Copy, Memset, Kernel, Sync]
@@ -71,24 +71,6 @@ class Converted:
     leftovers: Leftovers
     #: launches whose site was taken from a sampled launch of the same kernel
     inferred_sites: int = 0
-
-
-class _Sites:
-    """(file, line, function) -> interned `Site` with its source text and column."""
-
-    def __init__(self) -> None:
-        self._sites: dict[tuple[str, int, str], Site] = {}
-
-    def get(self, key: tuple[str, int, str] | None) -> Site | None:
-        if key is None:
-            return None
-        site = self._sites.get(key)
-        if site is None:
-            raw = linecache.getline(key[0], key[1]).rstrip("\r\n")
-            text = raw.strip()
-            column = len(raw) - len(raw.lstrip()) + 1 if text else 1
-            site = self._sites[key] = Site(key[0], key[1], key[2], text, column)
-        return site
 
 
 def call_of(calls: dict[int, ApiCall], a: Activity) -> ApiCall | None:
@@ -165,7 +147,7 @@ def convert(capture: Capture, mode: str = "batched",
         order.append((key, a.start, len(order), a, call))
     order.sort(key=lambda t: (t[0], t[1], t[2]))
 
-    sites = _Sites()
+    sites = SiteCache()
     records: list[Record] = []
     launch = 0
     for n, (_, _, _, a, call) in enumerate(order):
