@@ -114,14 +114,16 @@ class LaunchTimer:
                            kernel=kernel, launch=launch, callsite=site, mode=mode, region=region)
             return
         self.estimates += 1
-        if BUS.queued and self.estimates & 1:
+        queued = BUS.queued
+        if queued and self.estimates & 1:
             # A sample is still on the bus, so this estimate would queue behind it as an
             # object resolved later (the slow path). A host-bound loop's device has
             # usually finished that sample a launch or two after it was issued: deliver
             # what is ready (one event query, every other launch while anything waits).
             BUS.poll()
+            queued = BUS.queued
         duration = self.latest.get(kernel)
-        if duration is not None and not BUS.queued:
+        if duration is not None and not queued:
             begin = self.place(issued_ns, duration)  # nothing queued before it: place it now, no timing object
             BUS.emit_row(("launch", 0, False, begin, duration, kernel, launch, None, None, site, mode, region, None))
             return
