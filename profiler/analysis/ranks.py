@@ -112,7 +112,20 @@ def job_findings(job: Job, link: Link | None = None, per_rank: dict[int, Sequenc
             held = folded.get(key)
             folded[key] = mine if held is None else _fold(held, mine)
     claimed = frozenset(i for f in folded.values() for i in f.records)
-    return sorted([*folded.values(), *detect_job_rules(job, link=link, claimed=claimed)], key=order)
+    whole = detect_job_rules(job, link=link, claimed=claimed)
+    kept = [f for f in folded.values() if not any(_superseded(f, s, job) for s in whole if s.code == "OFF510")]
+    return sorted([*kept, *whole], key=order)
+
+
+def _superseded(f: Finding, stall: Finding, job: Job) -> bool:
+    """Whether a rank's sync finding is the same sync that a stall (OFF510) blames: one line, one fix, said once.
+
+    The stall is the better account: in a job the others' wait at the
+    collective is what the sync costs, not the late rank's own wait.
+    """
+    records = job.run.records
+    return (f.site == stall.site and bool(f.ranks) and set(f.ranks) <= set(stall.ranks)
+            and all(records[i].kind == "sync" for i in f.records))
 
 
 def _fold(a: Finding, b: Finding) -> Finding:

@@ -204,6 +204,7 @@ class Sources:
         #: why CUPTI cannot run here ("" once it has run); None until first asked
         self.cupti_problem: str | None = None
         self._said: set[str] = set()
+        self._named: set[str] = set()  # the libraries a blind-spot note has named
         #: how to start CUPTI listening: returns the stop function or raises ProfilerError (tests replace it)
         self.start_cupti: Callable[[], Callable[[], None]] = _start_cupti
 
@@ -249,13 +250,16 @@ class Sources:
         `covered` names the libraries the scope guards by other means (JAX's
         own guard, turned on by a `raise` scope). At exit too, because a
         program guarded as a whole (`OFFLOAD_GUARD`) imports its libraries
-        after the scope has opened.
+        after the scope has opened. Each library is named once per process:
+        one imported after an earlier note gets a note of its own, not a
+        second copy of the whole list.
         """
         if cupti or rules.source != "auto" or not self.cupti_problem:
             return []
-        loaded = [m for m in GPU_LIBRARIES if m in sys.modules and m not in covered]
+        loaded = [m for m in GPU_LIBRARIES if m in sys.modules and m not in covered and m not in self._named]
         if not loaded:
             return []
+        self._named.update(loaded)
         return [f"the transfer guard sees only offload_core's copies here, not those of {', '.join(loaded)}: "
                 f"{self.cupti_problem}"]
 

@@ -164,6 +164,26 @@ def test_no_stall_when_the_wait_is_short_the_sync_is_not_its_cause_or_it_happene
     assert findings(job(*short), "OFF510") == []
 
 
+def test_a_stall_replaces_the_late_ranks_own_finding_on_the_same_sync() -> None:
+    """With launches before it the sync is also OFF507 on rank 1 alone; the job reports it once, as the stall."""
+    records = stalled(6, 2_000_000)
+    launches = [Record("launch", r.start_ns - 5_000 + 800 * n, 600, kernel="gemm", site=site(38), process=1)
+                for r in records if r.kind == "sync" for n in range(5)]
+    from profiler.analysis.detectors import detect
+
+    alone = job_of(job(*records, *launches))
+    assert alone is not None and "OFF507" in [f.code for f in detect(alone.rank_runs()[1])], "the rank alone"
+    found = job_of(job(*records, *launches))
+    assert found is not None
+    codes = [(f.code, f.site.line if f.site else 0) for f in job_findings(found)]
+    assert ("OFF510", 40) in codes and not [c for c in codes if c[1] == 40 and c[0] != "OFF510"], codes
+    # where the same line also syncs on a rank the stall does not blame, that rank's finding stays
+    both = records + [replace(r, process=0, start_ns=r.start_ns + 1) for r in records if r.kind == "sync"]
+    found = job_of(job(*both, *launches, *[replace(r, process=0, start_ns=r.start_ns + 1) for r in launches]))
+    assert found is not None
+    assert any(f.code != "OFF510" and f.site == site(40) and 0 in f.ranks for f in job_findings(found))
+
+
 def test_ranks_that_stop_calling_the_same_collectives_are_not_lined_up_further() -> None:
     records = stalled(4, 2_000_000)
     renamed = [Record(r.kind, r.start_ns, r.duration_ns, r.nbytes, kernel="broadcast", site=r.site, process=0)

@@ -87,7 +87,7 @@ def detect_job(job: Job, rules: Mapping[str, Rule], options: Mapping[str, Mappin
     if "OFF508" in rules and job.run.meta.fingerprints:
         out += _finish("OFF508", rules["OFF508"], _staged(records, of_records, option, claimed), job, link)
     if "OFF510" in rules:
-        out += _finish("OFF510", rules["OFF510"], _stalls(records, of_records, option, claimed), job, link)
+        out += _finish("OFF510", rules["OFF510"], _stalls(records, of_records, option), job, link)
     return out
 
 
@@ -120,7 +120,7 @@ def _staged(records: Any, ranks: list[int], option: Any, claimed: frozenset[int]
     return [g for g in groups.values() if len(g.records) // 2 >= min_count]
 
 
-def _stalls(records: Any, ranks: list[int], option: Any, claimed: frozenset[int]) -> list[_Group]:
+def _stalls(records: Any, ranks: list[int], option: Any) -> list[_Group]:
     """OFF510: the rank that arrived last at a collective, and the sync on it that made it late."""
     min_wait = parse_duration(option("OFF510", "min_wait"), "OFF510 min_wait")
     min_share = float(option("OFF510", "min_share"))
@@ -134,9 +134,11 @@ def _stalls(records: Any, ranks: list[int], option: Any, claimed: frozenset[int]
         per_rank[rank] = calls or found
     if len(per_rank) < 2:
         return []
+    # syncs claimed by a rank's own finding (OFF506, OFF507) stay in: a stall explains them better, and
+    # `job_findings` drops the rank's finding that it supersedes
     syncs: dict[int, list[int]] = defaultdict(list)
     for i, r in enumerate(records):
-        if r.kind == "sync" and ranks[i] >= 0 and i not in claimed:
+        if r.kind == "sync" and ranks[i] >= 0:
             syncs[ranks[i]].append(i)
     groups: dict[tuple[int, Site | None], _Group] = {}
     previous_end = {rank: 0 for rank in per_rank}

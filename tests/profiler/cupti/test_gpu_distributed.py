@@ -37,6 +37,7 @@ def gpus() -> int:
 
 
 def record_job(tmp_path: Path, program: str, *args: str, ranks: int = 2) -> Run:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     proc = prof("run", "--source", "cupti", "-o", "job.json", "-m", "torch.distributed.run", "--standalone",
                 "--nproc-per-node", str(ranks), str(PROGRAMS / program), *args, cwd=tmp_path, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]

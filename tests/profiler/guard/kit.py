@@ -100,6 +100,7 @@ def clean_guard(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     machine; the tests of the CUPTI source and of its absence set their own.
     """
     monkeypatch.setattr(SOURCES, "_said", set())
+    monkeypatch.setattr(SOURCES, "_named", set())
     monkeypatch.setattr(SOURCES, "start_cupti", _silent_cupti)
     monkeypatch.setattr(SOURCES, "cupti_problem", None)
     yield
