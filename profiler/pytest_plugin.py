@@ -165,6 +165,20 @@ def recording_source(config: pytest.Config) -> str:
     return str(value)
 
 
+class _TestTransfers(Transfers):
+    """The fixture's recording: where its source cannot start (no CUPTI here), the test fails with that one line."""
+
+    def start(self) -> Transfers:
+        from .errors import ProfilerError
+
+        refusal: str | None = None
+        try:
+            return super().start()
+        except ProfilerError as exc:
+            refusal = f"offload_transfers(source={self.source!r}): {exc}"
+        pytest.fail(refusal, pytrace=False)  # outside the `except`: no chained traceback either
+
+
 @pytest.fixture
 def offload_transfers(request: pytest.FixtureRequest) -> Iterator[Callable[..., Transfers]]:
     """A factory of recording contexts: `with offload_transfers() as t: ...; t.h2d.count`."""
@@ -172,7 +186,7 @@ def offload_transfers(request: pytest.FixtureRequest) -> Iterator[Callable[..., 
     default = recording_source(request.config)
 
     def factory(*, fingerprints: bool = False, source: str | None = None) -> Transfers:
-        t = Transfers(fingerprints=fingerprints, source=source or default)
+        t = _TestTransfers(fingerprints=fingerprints, source=source or default)
         made.append(t)
         return t
 

@@ -116,6 +116,22 @@ def test_negative():
     assert "Traceback" not in result.stdout.str() and "pytest_plugin.py" not in result.stdout.str()
 
 
+def test_a_fixture_recording_whose_source_cannot_start_fails_with_one_line(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_sample=KERNELS + """
+def test_cupti(offload_transfers):
+    with offload_transfers(source="cupti") as t:
+        batched()
+""")
+    # no cupti-python on any machine: the test's folder leads sys.path and holds a `cupti` that fails to import
+    pytester.mkpydir("cupti").joinpath("__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'cupti'\", name='cupti')\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *PLUGIN, "-W", "error")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*offload_transfers(source='cupti'): *No module named 'cupti'*"])
+    out = result.stdout.str()
+    assert "Traceback" not in out and "pytest_plugin.py" not in out and "ProfilerError" not in out, out
+
+
 def test_marker_is_registered(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess("--markers")  # through the installed package's entry point
     result.stdout.fnmatch_lines(["*transfer_budget(h2d=None, d2h=None, *): fail the test when its copies*",
