@@ -19,6 +19,31 @@ PROGRAMS = Path(__file__).resolve().parent / "programs"
 PLUGIN = ("-p", "no:offload_prof", "-p", "profiler.pytest_plugin")
 
 
+#: the top of a pytester test file: a DAXPY kernel and two loops over it, one copying every launch (`naive`), one
+#: inside a region (`batched`)
+PYTESTER_KERNELS = """
+import numpy as np
+import pytest
+from offload_core import In, InOut, kernel, offload, region
+from profiler import guard
+
+@kernel
+def daxpy(y: InOut, x: In, a: float) -> None:
+    y += a * x
+
+def naive(n=3):
+    x, y = np.ones(100), np.zeros(100)
+    for _ in range(n):
+        offload(daxpy, y, x, 1.0)
+
+def batched(n=3):
+    x, y = np.ones(100), np.zeros(100)
+    with region(x, y):
+        for _ in range(n):
+            offload(daxpy, y, x, 1.0)
+"""
+
+
 def record(code: str, folder: Path, *, name: str = "snippet.py", fingerprints: bool = True) -> Run:
     """Run `code` as a file in `folder` under a Recorder (in this process) and return the Run."""
     path = folder / name

@@ -4,30 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from .kit import PLUGIN
+from .kit import PLUGIN, PYTESTER_KERNELS
 
 pytest_plugins = ["pytester"]
 
-KERNELS = """
-import numpy as np
-import pytest
-from offload_core import In, InOut, kernel, offload, region
-
-@kernel
-def daxpy(y: InOut, x: In, a: float) -> None:
-    y += a * x
-
-def naive(n=3):
-    x, y = np.ones(100), np.zeros(100)
-    for _ in range(n):
-        offload(daxpy, y, x, 1.0)
-
-def batched(n=3):
-    x, y = np.ones(100), np.zeros(100)
-    with region(x, y):
-        for _ in range(n):
-            offload(daxpy, y, x, 1.0)
-"""
+KERNELS = PYTESTER_KERNELS
 
 
 def _run(pytester: pytest.Pytester, body: str) -> pytest.RunResult:
@@ -47,7 +28,7 @@ def test_naive(offload_transfers):
         naive()
     assert (t.h2d.count, t.d2h.count, t.syncs) == (6, 3, 3)
     assert [f.code for f in t.findings()] == ["OFF501"]
-    assert t.sites()[0].site.line == 12
+    assert t.sites()[0].site.line == 13
     assert "h2d=6" in repr(t)
 
 def test_outside_the_block_nothing_is_recorded(offload_transfers):
@@ -82,7 +63,7 @@ def test_syncs():
         "*d2h: 3 > 1 allowed*",
         "*h2d_bytes: 4.8 kB > 1 kB allowed*",
         "*copies by call site:*",
-        "*test_sample.py:12 in naive: 6 H2D (4.8 kB), 3 D2H (2.4 kB)*",
+        "*test_sample.py:13 in naive: 6 H2D (4.8 kB), 3 D2H (2.4 kB)*",
     ])
     result.stdout.fnmatch_lines(["*syncs: 1 > 0 allowed*"])
     assert "Traceback" not in result.stdout.str()

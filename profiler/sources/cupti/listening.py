@@ -31,7 +31,7 @@ from ...errors import ProfilerError
 from . import tracer as tracer_module
 from .apis import APIS, COPY, DRIVER, RUNTIME, SYNC, Api, copy_reader, resolve
 from .listeners import LISTENERS, Listener
-from .native import CallbackLayout, Native
+from .native import CallbackLayout, Native, unsubscribe_reporting
 
 
 class Listening:
@@ -68,10 +68,7 @@ class Listening:
 
     def pause(self) -> None:
         if self._subscriber is not None:
-            try:
-                self.native.unsubscribe(self._subscriber)
-            except Exception as exc:
-                self._error("unsubscribing", exc)
+            unsubscribe_reporting(self.native, self._subscriber, self._error)
             self._subscriber = None
 
     @property

@@ -196,3 +196,14 @@ class CuptiCallError(ProfilerError):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
+
+
+def unsubscribe_reporting(native: Any, handle: int, report: Callable[[str, BaseException], None]) -> None:
+    """Unsubscribe `handle` at the end of a session (`native`: a `Native`, or the tests' stand-in for one).
+
+    A failure is reported, not raised: the session ends either way.
+    """
+    try:
+        native.unsubscribe(handle)
+    except Exception as exc:
+        report("unsubscribing", exc)

@@ -47,7 +47,7 @@ from .apis import APIS, COPY, DRIVER, LAUNCH, RUNTIME, SYNC, Api, copy_reader, r
 from .buffers import CStrings, Pool, record_dtypes, records_of
 from .frames import FrameFilter
 from .listeners import LISTENERS
-from .native import CallbackLayout, Native
+from .native import CallbackLayout, Native, unsubscribe_reporting
 from .sampling import PER_WINDOW, PERIOD_S, LaunchSampler, LaunchSites
 
 _ACTIVE: Tracer | None = None
@@ -230,10 +230,7 @@ class Tracer:
 
     def _unsubscribe(self) -> None:
         if self._subscriber is not None:
-            try:
-                self.native.unsubscribe(self._subscriber)
-            except Exception as exc:
-                self.error("unsubscribing", exc)
+            unsubscribe_reporting(self.native, self._subscriber, self.error)
             self._subscriber = None
 
     def _teardown(self) -> None:

@@ -4,32 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from ..kit import PLUGIN
+from ..kit import PLUGIN, PYTESTER_KERNELS
 from .kit import hide_cupti_python
 
 pytest_plugins = ["pytester"]
 
-KERNELS = """
-import numpy as np
-import pytest
-from offload_core import In, InOut, kernel, offload, region
-from profiler import guard
-
-@kernel
-def daxpy(y: InOut, x: In, a: float) -> None:
-    y += a * x
-
-def naive(n=3):
-    x, y = np.ones(100), np.zeros(100)
-    for _ in range(n):
-        offload(daxpy, y, x, 1.0)
-
-def batched(n=3):
-    x, y = np.ones(100), np.zeros(100)
-    with region(x, y):
-        for _ in range(n):
-            offload(daxpy, y, x, 1.0)
-"""
+KERNELS = PYTESTER_KERNELS
 
 
 def _run(pytester: pytest.Pytester, body: str, *args: str) -> pytest.RunResult:
