@@ -9,6 +9,11 @@ any backend (gloo on the CPU included), by wrapping the functions of
 `torch.distributed` once PyTorch has been imported (a post-import hook, so
 a program that never imports PyTorch pays nothing and nothing imports it).
 
+A call made inside another wrapped call (`all_gather_object` pickles its
+object into tensors and all-gathers them; `batch_isend_irecv` calls
+`isend` and `irecv`) is part of that call's record, whose bytes are the
+outer call's tensors or, for the object collectives, the inner calls'.
+
 Each call is emitted on offload_core's event bus as a row (the recorder
 of this process, and of each child, already listens there), with
 `kernel` the function's name, `nbytes` the bytes of its input tensor(s),
@@ -23,6 +28,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import threading
 from time import perf_counter_ns
 from typing import Any, Callable, Final
 
@@ -39,6 +45,10 @@ OPERATIONS: Final[dict[str, tuple[int, str]]] = {
     "gather": (0, "tensor"), "scatter": (0, "tensor"),
     "send": (0, "tensor"), "recv": (0, "tensor"), "isend": (0, "tensor"), "irecv": (0, "tensor"),
     "barrier": (-1, ""),
+    # the object collectives pickle into tensors and pass them to the collectives above: their bytes are those
+    "all_gather_object": (-1, ""), "gather_object": (-1, ""), "broadcast_object_list": (-1, ""),
+    "scatter_object_list": (-1, ""),
+    "batch_isend_irecv": (0, "p2p_op_list"),  # a list of P2POp, each with its tensor
 }
 #: marks a wrapper, so that wrapping twice (a second recording in one process) wraps nothing
 WRAPPED: Final = "__offload_prof_wrapped__"
@@ -66,14 +76,31 @@ def wrap_torch() -> int:
     if not getattr(dist, "is_available", lambda: False)():
         return 0
     torch_dir = os.path.dirname(os.path.abspath(sys.modules["torch"].__file__ or ""))
+    # torch.distributed re-exports the functions of distributed_c10d, whose own calls (all_gather_object's
+    # all_gather, P2POp's check that its op *is* isend or irecv) read that module's names: both get the wrapper
+    c10d = getattr(dist, "distributed_c10d", None)
     count = 0
     for name, where in OPERATIONS.items():
         fn = getattr(dist, name, None)
         if fn is None or getattr(fn, WRAPPED, None) is not None:
             continue
-        setattr(dist, name, _wrapper(name, fn, where, torch_dir))
+        wrapped = _wrapper(name, fn, where, torch_dir)
+        setattr(dist, name, wrapped)
+        if c10d is not None and getattr(c10d, name, None) is fn:
+            setattr(c10d, name, wrapped)
         count += 1
     return count
+
+
+class _Nesting(threading.local):
+    """The wrapped call this thread is inside, if any: calls made inside it add their bytes to it instead."""
+
+    depth = 0
+    inner_bytes = 0
+    inner_address: int | None = None
+
+
+_NESTING = _Nesting()
 
 
 def _wrapper(name: str, fn: Callable[..., Any], where: tuple[int, str], torch_dir: str) -> Callable[..., Any]:
@@ -81,17 +108,27 @@ def _wrapper(name: str, fn: Callable[..., Any], where: tuple[int, str], torch_di
 
     bus = events.BUS
 
+    nesting = _NESTING
+
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
         if not bus.subscribers:  # nobody records: the call as it was
             return fn(*args, **kwargs)
+        nbytes, address = _size(_payload(args, kwargs, where))
+        if nesting.depth:  # inside another wrapped call (all_gather_object's all_gathers): one record, the outer
+            nesting.inner_bytes += nbytes
+            if nesting.inner_address is None:
+                nesting.inner_address = address
+            return fn(*args, **kwargs)
+        nesting.depth, nesting.inner_bytes, nesting.inner_address = 1, 0, None
         start = perf_counter_ns()
         try:
             return fn(*args, **kwargs)
         finally:
             end = perf_counter_ns()
-            payload = _payload(args, kwargs, where)
-            nbytes, address = _size(payload)
+            nesting.depth = 0
+            if not nbytes:  # the object collectives: the bytes of the tensors they pickled into
+                nbytes, address = nesting.inner_bytes, nesting.inner_address
             bus.emit_row(("collective", nbytes, False, start, end - start, name, None, None, address,
                           _site(torch_dir), get_mode(), None, None))
 
@@ -113,6 +150,7 @@ def _size(payload: Any) -> tuple[int, int | None]:
     tensors = payload if isinstance(payload, (list, tuple)) else [payload]
     nbytes, address = 0, None
     for t in tensors:
+        t = getattr(t, "tensor", t)  # a P2POp of batch_isend_irecv carries its tensor
         try:
             nbytes += int(t.numel()) * int(t.element_size())
             if address is None:

@@ -27,6 +27,7 @@ from profiler.trace.job import job_of
 from .kit import PROGRAMS, prof
 
 CATALOG = load_catalog()
+TORCH = importlib.util.find_spec("torch") is not None
 STANDIN = PROGRAMS / "standin_torch"
 LOGGED = PROGRAMS / "logged.py"
 LAUNCHER = PROGRAMS / "launch_ranks.py"
@@ -218,6 +219,81 @@ def test_torch_distributed_calls_are_recorded_with_their_bytes_and_lines(tmp_pat
     assert [r["collectives"]["count"] for r in doc["job"]["ranks"]] == [8, 8]
 
 
+OBJECTS = """\
+import pickle
+import numpy as np
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+rank, world = dist.get_rank(), dist.get_world_size()
+for step in range(3):
+    got = [None] * world
+    dist.all_gather_object(got, {"step": step, "rank": rank})  # the object line
+    assert got[rank] == {"step": step, "rank": rank}
+send = torch.from_numpy(np.full(4, float(rank)))
+back = torch.from_numpy(np.zeros(4))
+ops = [dist.P2POp(dist.isend, send, (rank + 1) % world), dist.P2POp(dist.irecv, back, (rank - 1) % world)]
+for work in dist.batch_isend_irecv(ops):  # the batch line
+    if work is not None:
+        work.wait()
+dist.destroy_process_group()
+"""
+
+
+def objects_job(tmp_path: Path, *launch: str, **environ: str) -> tuple[Run, Path]:
+    program = tmp_path / "objects.py"
+    program.write_text(OBJECTS)
+    proc = prof("run", "-o", "job.json", *launch, str(program), cwd=tmp_path, **environ)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return Run.load(tmp_path / "job.json"), program
+
+
+def object_records(run: Run, program: Path) -> Counter[tuple[int, str | None, int, int]]:
+    ranks = [p.rank.rank if p.rank else -1 for p in run.meta.processes]
+    return Counter((ranks[r.process], r.kernel, r.site.line, r.nbytes) for r in run.records  # type: ignore[union-attr]
+                   if r.kind == "collective")
+
+
+def expected_objects(program: Path, world: int) -> Counter[tuple[int, str | None, int, int]]:
+    import pickle
+
+    objects, batch = line_of(program, "# the object line"), line_of(program, "# the batch line")
+    out: Counter[tuple[int, str | None, int, int]] = Counter()
+    for rank in range(world):
+        for step in range(3):
+            pickled = len(pickle.dumps({"step": step, "rank": rank}))
+            # the size (8 B) then the pickled bytes, gathered into `world` tensors of each: the input is what counts
+            out[(rank, "all_gather_object", objects, 8 + pickled)] += 1
+        out[(rank, "batch_isend_irecv", batch, 2 * 4 * 8)] += 1
+    return out
+
+
+def test_object_collectives_and_batched_p2p_are_one_record_each_with_their_bytes(tmp_path: Path) -> None:
+    """The stand-in calls its own module's all_gather and checks P2POp's op as PyTorch does: one record per call."""
+    run, program = objects_job(tmp_path, "--", str(LAUNCHER), "2", PYTHONPATH=str(STANDIN))
+    assert object_records(run, program) == expected_objects(program, 2)
+
+
+@pytest.mark.skipif(not TORCH, reason="PyTorch is not installed (the distributed extra: make test "
+                                       "EXTRAS=test,distributed)")
+def test_object_collectives_and_batched_p2p_under_torchrun(tmp_path: Path) -> None:
+    """PyTorch's own: a P2POp of the recorded `dist.isend` is accepted, and the object collectives' bytes add up."""
+    run, program = objects_job(tmp_path, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2")
+    got = object_records(run, program)
+    want = expected_objects(program, 2)
+    # PyTorch pickles with its own pickler: the object collectives' bytes are its, not pickle.dumps'
+    def by_line(c: Counter[tuple[int, str | None, int, int]]) -> Counter[tuple[int, str | None, int]]:
+        out: Counter[tuple[int, str | None, int]] = Counter()
+        for key, n in c.items():
+            out[key[:3]] += n
+        return out
+
+    assert by_line(got) == by_line(want), got
+    assert all(nbytes > 8 for (_, op, _, nbytes) in got if op == "all_gather_object")
+    assert {nbytes for (_, op, _, nbytes) in got if op == "batch_isend_irecv"} == {64}
+
+
 def test_a_program_without_pytorch_is_not_made_to_import_it(tmp_path: Path) -> None:
     (tmp_path / "plain.py").write_text("import sys\nprint('torch' in sys.modules)\n")
     proc = prof("run", "-o", "t.json", "--", "plain.py", cwd=tmp_path)
@@ -225,7 +301,6 @@ def test_a_program_without_pytorch_is_not_made_to_import_it(tmp_path: Path) -> N
 
 
 # ------------------------------------------------ the catalog's examples, under torchrun
-TORCH = importlib.util.find_spec("torch") is not None
 RANKED_CASES = [
     pytest.param(rule, kind, n, ex, id=f"{rule.id}-{kind}{n}",
                  marks=[pytest.mark.gpu] if "cuda" in ex.code else [])
