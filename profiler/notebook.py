@@ -41,6 +41,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 
 from .errors import ProfilerError
 from .guard import NoTransfers, Rules
+from .guard.records import name_sites
 from .outputs.html.page import Analysed, cell_html
 from .outputs.html.parts import Where
 from .outputs.report import analyse, render_report
@@ -123,7 +124,16 @@ class CellGuard:
         if not self._registered:
             self.shell.events.register("pre_run_cell", self.before_cell)
             self.shell.events.register("post_run_cell", self.after_cell)
+            name_sites(self.cell_line)  # for as long as the kernel lives, as the events are
             self._registered = True
+
+    def cell_line(self, site: Site) -> str | None:
+        """`Cell In[4], line 2 in f`: a line of a cell as Jupyter names it (not its temporary file); None elsewhere."""
+        name = self.shell.compile.format_code_name(site.file)
+        if name is None:
+            return None
+        function = "" if site.function == "<module>" else f" in {site.function}"
+        return f"{name[0]} {name[1]}, line {site.line}{function}"
 
     def turn_off(self) -> None:
         self.rules = None  # the cell running now keeps its scope until it ends

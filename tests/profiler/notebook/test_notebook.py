@@ -217,6 +217,7 @@ def test_the_guard_starts_with_the_next_cell_and_raises_at_its_line(guarded: lis
     errors = _errors(guarded[3])
     assert [e["ename"] for e in errors] == ["TransferGuardError"]
     assert "`offload(daxpy, y, x, 2.0)`" in errors[0]["evalue"] and "H2D" in errors[0]["evalue"]
+    assert errors[0]["evalue"].startswith("Cell In[4], line 1: "), "the cell as Jupyter names it, not its temp file"
     assert "forbidden by no_transfers(h2d=True, d2h=True, syncs=False, mode='raise')" in errors[0]["evalue"]
     assert _stdout(guarded[4]) == "no copy, no error\n" and not _errors(guarded[4])
 
@@ -233,3 +234,4 @@ def test_bad_guard_options_are_one_line_and_warn_mode_goes_on(guarded: list[Any]
     assert _stdout(guarded[9]) == "warned, went on\n" and not _errors(guarded[9])
     warned = "".join(o["text"] for o in guarded[9] if o.get("name") == "stderr")
     assert "TransferGuardWarning" in warned and "`offload(daxpy, y, x, 2.0)`" in warned
+    assert "Cell In[10], line 1: `offload(daxpy, y, x, 2.0)`" in warned
