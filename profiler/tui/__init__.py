@@ -6,6 +6,7 @@ on screen), `headline` (the totals and ratio, laid out to the width),
 `ranks` (a distributed job's slowest rank and the highlighted rank, for
 the Ranks view's pane), then the widgets (`gridview`, `timeline`,
 `findings`, `help`) and `app`. The first five import no Textual, so
-tests can check what the views hold without starting an app. The TUI reads the trace, analysis and outputs
-rooms; the `tui` and `demo` commands (`profiler.commands`) start it.
+tests can check what the views hold without starting an app. The TUI
+reads the trace, analysis and outputs rooms; the `tui` and `demo`
+commands (`profiler.commands`) start it.
 """

@@ -2,8 +2,9 @@
 
 A view of 10^6 launches cannot hold 10^6 rows of text, so a `Table`
 holds only arrays: a row is a *key* (a launch ordinal, a kernel, a call
-site, a finding), `order` is the array of keys left after filtering (by text, and by a
-`Scope` another view chose: the findings of one rank) and sorting, and text is made by `Column.text` for the rows on screen only.
+site, a finding), `order` is the array of keys left after filtering (by
+text, and by a `Scope` another view chose: the findings of one rank) and
+sorting, and text is made by `Column.text` for the rows on screen only.
 Sorting is one `numpy.lexsort` over a column's sort values, filtering one
 mask per side; both are milliseconds at 10^6 rows.
 

@@ -21,7 +21,11 @@ from .session import Session
 
 
 def ranks_detail(session: Session, rank: int | None, findings: int | None) -> Text:
-    """The pane for the row of `rank` (None: the job's row); `findings` is how many Enter would list (None: not known yet)."""
+    """The pane for the row of `rank` (None: the job's row).
+
+    `findings` is how many findings Enter would list (None: the detectors
+    are still running).
+    """
     out = Text()
     named = session.paired
     for t in session.jobs:

@@ -1,4 +1,4 @@
-"""Helpers for the TUI tests: the committed stencil traces and a distributed job built record by record, as a Session and an app."""
+"""Helpers for the TUI tests: the committed stencil traces and a job built record by record, as a Session and an app."""
 
 from __future__ import annotations
 

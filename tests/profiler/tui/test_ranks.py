@@ -61,7 +61,8 @@ def test_a_rank_keeps_the_findings_that_name_it() -> None:
     s = job_session()
     s.set_findings(s.detect())
     t = findings_table(s)
-    assert [t.cells(r)[0][:2] for r in range(len(t))] == [["OFF509", "0-1"], ["OFF510", "1"], ["OFF507", "1"]]  # type: ignore[index]
+    rows = [t.cells(r)[0][:2] for r in range(len(t))]  # type: ignore[index]
+    assert rows == [["OFF509", "0-1"], ["OFF510", "1"], ["OFF507", "1"]]
     assert findings_of_rank(s, 0).keep.tolist() == [True, False, False]
     assert findings_of_rank(s, 1).keep.tolist() == [True, True, True]
     assert findings_of_rank(s, 1).label == "rank 1"
