@@ -66,6 +66,16 @@ class JobSummary:
         busy = [r for r in self.ranks if r.busy_ns > 0]
         return min(busy, key=lambda r: (r.busy_ns, r.rank)) if busy else None
 
+    @property
+    def busy_ns(self) -> int:
+        """The job's busy time: its ranks' added up (the job row of the rank tables)."""
+        return sum(r.busy_ns for r in self.ranks)
+
+    @property
+    def collectives(self) -> Flow:
+        """The job's collectives: its ranks' added up (each rank's side of a collective counts once per rank)."""
+        return sum((r.collectives for r in self.ranks), Flow())
+
     def imbalance(self) -> float | None:
         """The slowest rank's busy time over the fastest's (1.0: balanced); None with fewer than two busy ranks."""
         slow, fast = self.slowest, self.fastest

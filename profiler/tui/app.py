@@ -1,7 +1,12 @@
-"""The offload-prof TUI: the headline, five views, filtering, sorting, help and the command palette.
+"""The offload-prof TUI: the headline, five views (six for a job), filtering, sorting, help and the command palette.
 
 The app is a thin shell over a `Session` (data computed once) and the
-view widgets: `GridView` for the four tables, `Timeline` for the bars.
+view widgets: `GridView` for the tables, `Timeline` for the bars.
+A distributed job (a trace of several torchrun ranks) adds a Ranks view:
+a row per rank and one for the job, the slowest rank named below; Enter
+on a rank keeps that rank's findings in the Findings view (Esc there
+shows them all again). A program run on its own has no Ranks view, and
+its key does nothing.
 Every view is reachable by a number key, by Tab, and from the command
 palette (Ctrl+P), which also lists a "sort by" command per column of the
 view in front. `/` filters the view in front (each view keeps its own
@@ -37,14 +42,18 @@ from .findings import SourceScreen, describe
 from .gridview import GridView
 from .headline import headline
 from .help import HelpScreen
+from .ranks import ranks_detail
 from .session import Session, detect_files
-from .tables import finding_rows, findings_table, kernels_table, launches_table, sites_table
+from .tables import (finding_rows, findings_of_rank, findings_table, kernels_table, launches_table, rank_keys,
+                     ranks_table, sites_table)
 from .timeline import Timeline
 
 #: traces larger than this (records, both runs together) find their findings in the background
 BACKGROUND_RECORDS = 200_000
 VIEWS = (("launches", "Launches"), ("kernels", "Kernels"), ("sites", "Call sites"), ("findings", "Findings"),
-         ("timeline", "Timeline"))
+         ("timeline", "Timeline"), ("ranks", "Ranks"))
+#: the binding of the Ranks view, which only a distributed job has
+RANKS_ACTION = "view('ranks')"
 
 
 class OffloadProfApp(App[int]):
@@ -65,6 +74,8 @@ class OffloadProfApp(App[int]):
         self.session = session
         self._detector: Any = None
         self.background = session.records > BACKGROUND_RECORDS if background is None else background
+        #: the rank whose findings the Findings view keeps (Enter in the Ranks view); None: every finding
+        self.findings_rank: int | None = None
         if session.findings is None and not self.background:
             self._detect_now()
 
@@ -87,6 +98,10 @@ class OffloadProfApp(App[int]):
                 yield Static(id="findings-detail", classes="detail")
             with TabPane("5 Timeline", id="timeline"):
                 yield Timeline(s, id="timeline-view")
+            if s.jobs:
+                with TabPane("6 Ranks", id="ranks"):
+                    yield GridView(ranks_table(s), id="ranks-grid")
+                    yield Static(id="ranks-detail", classes="detail")
         yield Input(placeholder="filter: kernel, call site, rule or message text (Enter keeps it, Esc clears)",
                     id="filter", select_on_focus=False)
         yield Static(id="status")
@@ -98,7 +113,7 @@ class OffloadProfApp(App[int]):
         self.query_one("#launches-grid", GridView).focus()
         if self.session.findings is None:
             self._detect_in_background()
-        for view, _ in VIEWS[:4]:
+        for view in self.grid_views():
             self._show_detail(view, self.query_one(f"#{view}-grid", GridView).current_key())
         self._update_status()
 
@@ -176,9 +191,13 @@ class OffloadProfApp(App[int]):
         self._update_headline()  # the verdicts came with the findings
         grid = self.query_one("#findings-grid", GridView)
         grid.set_table(findings_table(self.session))
+        if self.findings_rank is not None:
+            grid.apply_scope(findings_of_rank(self.session, self.findings_rank))
         self.query_one("#views", TabbedContent).get_tab("findings").label = self._findings_label()
         self._update_status()
         self._show_detail("findings", grid.current_key())
+        if self.session.jobs:  # its pane says how many findings each rank has
+            self._show_detail("ranks", self.query_one("#ranks-grid", GridView).current_key())
 
     def _findings_label(self) -> str:
         n = self.session.finding_count()
@@ -188,6 +207,16 @@ class OffloadProfApp(App[int]):
     @property
     def view(self) -> str:
         return self.query_one("#views", TabbedContent).active or "launches"
+
+    def grid_views(self) -> list[str]:
+        """The views that are tables, in key order (Ranks only for a job)."""
+        return [name for name, _ in VIEWS if name != "timeline" and (name != "ranks" or self.session.jobs)]
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The Ranks view's key does nothing for a trace that is no distributed job."""
+        if action == "view" and parameters == ("ranks",):
+            return bool(self.session.jobs)
+        return True
 
     def grid(self, view: str | None = None) -> GridView | None:
         name = view or self.view
@@ -221,6 +250,15 @@ class OffloadProfApp(App[int]):
     def on_grid_view_selected(self, event: GridView.Selected) -> None:
         if event.grid.id == "findings-grid":
             self.open_finding(event.key)
+        elif event.grid.id == "ranks-grid":
+            self.show_rank_findings(rank_keys(self.session)[event.key])
+
+    def show_rank_findings(self, rank: int | None) -> None:
+        """The Findings view with the findings of `rank` only (None: every finding)."""
+        self.findings_rank = rank
+        findings = self.query_one("#findings-grid", GridView)
+        findings.apply_scope(None if rank is None else findings_of_rank(self.session, rank))
+        self.action_view("findings")
 
     def open_finding(self, key: int) -> None:
         rows = finding_rows(self.session)
@@ -241,12 +279,22 @@ class OffloadProfApp(App[int]):
 
     def _detail(self, view: str, key: int | None) -> RenderableType:
         s = self.session
+        if view == "ranks":
+            if key is None:
+                return Text("no rows match the filter", style="italic")
+            rank = rank_keys(s)[key]
+            count = None if s.findings is None or rank is None else int(findings_of_rank(s, rank).keep.sum())
+            return ranks_detail(s, rank, count)
         if view == "findings":
             if s.findings is None:
                 return Text(f"running the detectors on {s.records:,} records ...", style="italic")
             if s.findings_error:
                 return Text(s.findings_error, style="bold red")
             rows = finding_rows(s)
+            scope = self.query_one("#findings-grid", GridView).table.scope
+            if key is None and rows and scope is not None:
+                return Text(f"{scope.label}: no findings" + (" match the filter" if self._filter_of(view) else ""),
+                            style="italic")
             if key is None or not rows:
                 return Text("no findings: no runtime anti-pattern in " + ("these runs" if s.paired else "this run"),
                             style="italic")
@@ -317,6 +365,9 @@ class OffloadProfApp(App[int]):
         box.display = False
         if grid is not None and grid.table.filter_text:
             grid.apply_filter("")
+        elif grid is not None and grid.table.scope is not None:  # a second Esc shows every rank's findings again
+            self.findings_rank = None
+            grid.apply_scope(None)
         self._focus_view()
 
     def _update_status(self) -> None:
@@ -326,11 +377,14 @@ class OffloadProfApp(App[int]):
             status.update(Text(" z: one scale / each its own · m: measured / modelled copy times", style="dim"))
             return
         t = grid.table
-        parts = [f"{len(t):,} of {t.counted(t.keys)}" if t.filter_text else t.counted(t.keys)]
+        narrowed = t.filter_text or t.scope is not None
+        parts = [f"{len(t):,} of {t.counted(t.keys)}" if narrowed else t.counted(t.keys)]
         if len(t):
             parts.insert(0, f"row {grid.cursor + 1:,}")
         if t.sort is not None:
             parts.append(t.describe_sort())
+        if t.scope is not None:
+            parts.append(f"{t.scope.label} only (Esc: all)")
         if t.filter_text:
             parts.append(f"filter “{t.filter_text}”")
         status.update(Text(" " + " · ".join(parts), style="dim"))
@@ -339,9 +393,15 @@ class OffloadProfApp(App[int]):
     def action_help(self) -> None:
         from .findings import SourceScreen as _Source
 
+        jobs = bool(self.session.jobs)
+        anywhere = [b for b in self.BINDINGS if jobs or not (isinstance(b, Binding) and b.action == RANKS_ACTION)]
+        ranks = [Binding("enter", "select", "Findings of the rank",
+                         tooltip="the Findings view keeps the highlighted rank's findings (Esc there: all); "
+                                 "on the job row, every finding")]
         self.push_screen(HelpScreen([
-            ("anywhere", self.BINDINGS),
+            ("anywhere", anywhere),
             ("tables", GridView.BINDINGS),
+            *((("ranks view", ranks),) if jobs else ()),
             ("timeline", Timeline.BINDINGS),
             ("source screen", _Source.BINDINGS),
             ("palette", [Binding("ctrl+p", "command_palette", "Command palette",
@@ -350,6 +410,8 @@ class OffloadProfApp(App[int]):
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         for n, (name, title) in enumerate(VIEWS, 1):
+            if name == "ranks" and not self.session.jobs:
+                continue
             yield SystemCommand(f"View: {title}", f"show the {title} view (key {n})",
                                 lambda name=name: self.action_view(name))
         grid = self.grid()

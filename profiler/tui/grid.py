@@ -2,7 +2,8 @@
 
 A view of 10^6 launches cannot hold 10^6 rows of text, so a `Table`
 holds only arrays: a row is a *key* (a launch ordinal, a kernel, a call
-site, a finding), `order` is the array of keys left after filtering and
+site, a finding), `order` is the array of keys left after filtering (by
+text, and by a `Scope` another view chose: the findings of one rank) and
 sorting, and text is made by `Column.text` for the rows on screen only.
 Sorting is one `numpy.lexsort` over a column's sort values, filtering one
 mask per side; both are milliseconds at 10^6 rows.
@@ -73,6 +74,19 @@ class Side:
 
 
 @dataclass(frozen=True)
+class Scope:
+    """The rows a choice made in another view keeps (Enter on rank 1 keeps rank 1's findings), and how to name it.
+
+    Kept apart from the text filter so that typing a filter narrows the
+    chosen rank's rows rather than replacing the choice.
+    """
+
+    label: str
+    #: per key, whether the row is kept
+    keep: np.ndarray
+
+
+@dataclass(frozen=True)
 class SortSpec:
     side: int
     column: int
@@ -89,6 +103,7 @@ class Table:
     order: np.ndarray = field(init=False)
     sort: SortSpec | None = field(default=None, init=False)
     filter_text: str = field(default="", init=False)
+    scope: Scope | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         for s in self.sides:
@@ -156,8 +171,15 @@ class Table:
         self.filter_text = text.strip()
         self._apply()
 
+    def set_scope(self, scope: Scope | None) -> None:
+        assert scope is None or scope.keep.shape[0] == self.keys, "a scope names every key"
+        self.scope = scope
+        self._apply()
+
     def _apply(self) -> None:
         keys = np.arange(self.keys, dtype=np.int64)
+        if self.scope is not None:
+            keys = keys[self.scope.keep]
         needle = self.filter_text.lower()
         if needle:
             mask = np.zeros(self.keys, dtype=bool)
@@ -167,7 +189,7 @@ class Table:
                 hit = side.match(needle)
                 present = side.entity >= 0
                 mask[present] |= hit[side.entity[present]]
-            keys = keys[mask]
+            keys = keys[mask[keys]]
         if self.sort is not None and keys.size:
             side = self.sides[self.sort.side]
             col = side.columns[self.sort.column]

@@ -25,7 +25,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from .grid import SEPARATOR, Placed, Table, clip, fit_columns
+from .grid import SEPARATOR, Placed, Scope, Table, clip, fit_columns
 
 HEADER = 2
 
@@ -118,6 +118,11 @@ class GridView(ScrollView, can_focus=True):
     def apply_filter(self, text: str) -> None:
         keep = self.current_key()
         self.table.set_filter(text)
+        self._rows_changed(keep)
+
+    def apply_scope(self, scope: Scope | None) -> None:
+        keep = self.current_key()
+        self.table.set_scope(scope)
         self._rows_changed(keep)
 
     # ------------------------------------------------------------ layout

@@ -2,8 +2,10 @@
 
 The app never walks records itself: a `Session` holds each run with the
 aggregates every view draws from (`analysis.summary.totals`, `by_kernel`,
-`by_site`, and the columnar `LaunchTable`), all computed when the session
-is built, so switching views, sorting and filtering never recompute them.
+`by_site`, and the columnar `LaunchTable`; for a distributed job its
+ranks' `analysis.ranks.JobSummary`, the figures `report` prints), all
+computed when the session is built, so switching views, sorting and
+filtering never recompute them.
 Findings come from `profiler.analysis.detectors.detect`, which needs the runs'
 `Record` objects and their replayed timelines; for large traces that takes
 seconds, so the app runs it in a worker thread and `set_findings` fills
@@ -21,16 +23,22 @@ from typing import Any, Sequence
 
 from ..analysis.detectors import Finding
 from ..analysis.launches import LaunchTable, launch_table
+from ..analysis.ranks import JobSummary, summarise
 from ..analysis.summary import KernelSummary, SiteSummary, Totals, by_kernel, by_site, totals
 from ..analysis.verdict import Verdict
 from ..outputs.report import analyse, run_names, site_label
+from ..trace.job import job_of
 from ..trace.model import Run
 from ..trace.records import Link, Site, relative_file
 
 
 @dataclass(frozen=True, eq=False)
 class Trace:
-    """One run and its aggregates. `name` is how headings call it (naive, batched, first, ...)."""
+    """One run and its aggregates. `name` is how headings call it (naive, batched, first, ...).
+
+    `job` is the run's ranks summarised when the run is a distributed job
+    (the Ranks view draws it), None for a program run on its own.
+    """
 
     run: Run
     path: str
@@ -39,6 +47,7 @@ class Trace:
     launches: LaunchTable
     kernels: tuple[KernelSummary, ...]
     sites: tuple[SiteSummary, ...]
+    job: JobSummary | None = None
 
     def site_label(self, site: Site | None, column: bool = False) -> str:
         """`file:line in function` (`file:line:column in function`), the file relative to the run's folder."""
@@ -85,7 +94,8 @@ class Session:
             raise ValueError("the TUI shows one or two traces")
         names = run_names(runs)
         traces = tuple(
-            Trace(run, path, name, totals(run, link), launch_table(run, link), by_kernel(run, link), by_site(run, link))
+            Trace(run, path, name, totals(run, link), launch_table(run, link), by_kernel(run, link), by_site(run, link),
+                  _job_summary(run, link))
             for run, path, name in zip(runs, paths, names)
         )
         return cls(traces, link, from_files=from_files)
@@ -112,6 +122,16 @@ class Session:
 
     def finding_count(self) -> int | None:
         return None if self.findings is None else sum(len(f) for f in self.findings)
+
+    @property
+    def jobs(self) -> tuple[Trace, ...]:
+        """The traces that are distributed jobs (those the Ranks view shows), in order."""
+        return tuple(t for t in self.traces if t.job is not None)
+
+
+def _job_summary(run: Run, link: Link | None) -> JobSummary | None:
+    job = job_of(run)
+    return None if job is None else summarise(job, link)
 
 
 #: per trace, its findings; and per trace, its verdict

@@ -1,4 +1,4 @@
-"""The four tables of the TUI, built from a `Session`: launches, kernels, call sites, findings.
+"""The tables of the TUI, built from a `Session`: launches, kernels, call sites, findings, and a job's ranks.
 
 Each function lays out what one view lists as a `grid.Table`: the shared
 side names the row (the launch number, the kernel, the call site), one
@@ -7,6 +7,11 @@ of the same launch or kernel are read across one line. Launch rows are
 matched by ordinal (the n-th `offload()` call of each run), since that is
 what lines up when the same program runs both ways, even when both runs
 were recorded in one process and their raw launch indices differ.
+
+The ranks table (only for a distributed job) lists every rank of the
+session's jobs and a last row for the job, one side per job trace, with
+the figures of `analysis.ranks.JobSummary` in the units `report`'s rank
+table prints them in.
 
 Cells are made by closures over the session's arrays, for the rows on
 screen only; sort values are the arrays themselves.
@@ -18,9 +23,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..analysis.ranks import ranks_text
+from ..analysis.ranks import JobSummary, ranks_text
+from ..analysis.summary import Flow
 from ..units import fmt_bytes, fmt_ns
-from .grid import Column, Side, Table, ranks, text_match
+from .grid import Column, Scope, Side, Table, ranks, text_match
 from .session import Session, Trace
 
 NS_WIDTH = 7  # "12.3 ms", "850 ns"
@@ -234,3 +240,66 @@ def findings_table(session: Session) -> Table:
     title = f"{len(rows)} finding{'' if len(rows) == 1 else 's'}"
     return Table((Side(title, tuple(cols), index, text_match(haystack, index), name="findings"),), len(rows),
                  noun="findings")
+
+
+def findings_of_rank(session: Session, rank: int) -> Scope:
+    """The findings table's rows that name `rank` (a finding of several ranks is kept for each of them)."""
+    found = session.findings or ()
+    keep = np.array([rank in found[ti][fi].ranks for ti, fi in finding_rows(session)], dtype=bool)
+    return Scope(f"rank {rank}", keep)
+
+
+# --------------------------------------------------------------------- ranks
+def rank_keys(session: Session) -> list[int | None]:
+    """The rows of the ranks table: every rank of the session's jobs in order, then None, the job's row."""
+    held = {r.rank for t in session.jobs if t.job is not None for r in t.job.ranks}
+    return [*sorted(held), None]
+
+
+def ranks_table(session: Session) -> Table:
+    keys = rank_keys(session)
+    labels = ["job" if k is None else str(k) for k in keys]
+    index = np.arange(len(keys))
+    rank_col = Column("rank", "rank", lambda e: labels[e], index, max(4, *(len(x) for x in labels)), align="left",
+                      priority=0)
+    sides = [Side("", (rank_col,), index, text_match(labels, index), shared=True)]
+    for t in session.jobs:
+        assert t.job is not None
+        sides.append(_rank_side(t.name, t.job, keys))
+    return Table(tuple(sides), len(keys), noun="rows")
+
+
+def _flow_col(key: str, title: str, flows: Sequence[Flow], priority: int) -> Column:
+    """`count / bytes`, as `report` prints a rank's copies and collectives; sorted by bytes."""
+    cells = [f"{f.count:,} / {fmt_bytes(f.nbytes)}" for f in flows]
+    nbytes = np.array([f.nbytes for f in flows], dtype=np.int64)
+    return Column(key, title, lambda e: cells[e], nbytes, max(len(title), *(len(c) for c in cells)),
+                  priority=priority)
+
+
+def _rank_side(name: str, s: JobSummary, keys: Sequence[int | None]) -> Side:
+    """One job's side: entity i < len(s.ranks) is its i-th rank, entity len(s.ranks) the job (its totals)."""
+    rows = s.ranks
+    where = {r.rank: i for i, r in enumerate(rows)}
+    entity = np.array([len(rows) if k is None else where.get(k, -1) for k in keys], dtype=np.int64)
+    devices = [r.device or "-" for r in rows] + ["-"]
+    device_names = list(dict.fromkeys(devices))
+    device_codes = np.array([device_names.index(d) for d in devices], dtype=np.int64)
+
+    def ints(per_rank: Sequence[int], job: int) -> np.ndarray:
+        return np.array([*per_rank, job], dtype=np.int64)
+
+    j = s.job
+    cols = (
+        _text_col("device", "device", device_names, device_codes, 4, cap=12),
+        _flow_col("h2d", "H2D", [r.totals.h2d for r in rows] + [j.h2d], 0),
+        _flow_col("d2h", "D2H", [r.totals.d2h for r in rows] + [j.d2h], 0),
+        _count_col("launches", "launches", ints([r.totals.launches.count for r in rows], j.launches.count), 3),
+        _count_col("syncs", "syncs", ints([r.totals.syncs.count for r in rows], j.syncs.count), 2),
+        _flow_col("collectives", "collectives", [r.collectives for r in rows] + [s.collectives], 1),
+        _ns_col("busy", "busy", ints([r.busy_ns for r in rows], s.busy_ns), 0),
+        _ns_col("in_collectives", "in collectives", ints([r.collectives.ns for r in rows], s.collectives.ns), 1),
+        _ns_col("end", "last end", ints([r.end_ns for r in rows], j.wall_ns), 3),
+    )
+    title = f"{name}: ranks ({len(rows)} of world size {s.world_size})"
+    return Side(title, cols, entity, text_match(device_names, device_codes), name=name)

@@ -15,16 +15,11 @@ from profiler.tui.session import Session
 from profiler.tui.timeline import Timeline
 
 from ..synth import synthetic_run
-from .kit import BATCHED, NAIVE, app, link
+from .kit import BATCHED, NAIVE, app, link, text_of
 
 pytestmark = pytest.mark.asyncio
 
 VIEWS = ("launches", "kernels", "sites", "findings", "timeline")
-
-
-def text_of(widget: Static) -> str:
-    """What the widget shows on screen, line by line."""
-    return "\n".join(strip.text.rstrip() for strip in widget.render_lines(widget.region.reset_offset))
 
 
 async def test_number_keys_switch_every_view_and_focus_it() -> None:

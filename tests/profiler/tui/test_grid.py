@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from profiler.tui.grid import Column, Side, Table, ranks, text_match
+from profiler.tui.grid import Column, Scope, Side, Table, ranks, text_match
 from profiler.tui.grid import SEPARATOR, fit_columns
 
 
@@ -54,6 +54,21 @@ def test_filter_matches_substrings_case_insensitively_and_keeps_the_sort() -> No
     assert len(t) == 3
     t.unsort()
     assert t.order.tolist() == [0, 1, 2]
+
+
+def test_a_scope_and_the_text_filter_both_narrow_and_each_is_undone_alone() -> None:
+    t = _table()
+    t.sort_by(1, 0)
+    t.set_scope(Scope("not gamma", np.array([True, True, False])))
+    assert t.order.tolist() == [1, 0]
+    t.set_filter("et")
+    assert t.order.tolist() == [0], "beta is the one kept row with 'et'"
+    t.set_filter("mm")
+    assert len(t) == 0, "gamma matches the text but is out of scope"
+    t.set_filter("")
+    assert t.order.tolist() == [1, 0] and t.scope is not None
+    t.set_scope(None)
+    assert t.order.tolist() == [1, 0, 2]
 
 
 def test_column_names_for_menus() -> None:

@@ -1,4 +1,5 @@
-"""Snapshots of every view at 120x40 and 80x24 (and the help and source screens) on the committed traces.
+"""Snapshots of every view at 120x40 and 80x24 (and the help and source screens) on the committed traces, and of
+a distributed job's Ranks view (`kit.job_run`, built record by record).
 
 The traces under tests/data are normalised (no dates, hosts or absolute
 paths) and their numbers are fixed, so the screens are the same on every
@@ -12,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from .kit import app
+from .kit import app, job_app
 
 SIZES = {"120x40": (120, 40), "80x24": (80, 24)}
 VIEWS = {"launches": "1", "kernels": "2", "sites": "3", "findings": "4", "timeline": "5"}
@@ -35,3 +36,8 @@ def test_help_screen(snap_compare: Any) -> None:
 
 def test_source_screen(snap_compare: Any) -> None:
     assert snap_compare(app(), press=["4", "enter"], terminal_size=SIZES["80x24"])
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_job_ranks_view(snap_compare: Any, size: str) -> None:
+    assert snap_compare(job_app(), press=["6"], terminal_size=SIZES[size])
