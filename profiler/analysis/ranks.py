@@ -142,11 +142,17 @@ def _fold(a: Finding, b: Finding) -> Finding:
     def add(x: int | None, y: int | None) -> int | None:
         return None if x is None and y is None else (x or 0) + (y or 0)
 
+    from .detectors.base import lost_text
+
     saving = None if a.expected_saving_ns is None and b.expected_saving_ns is None else max(
         a.expected_saving_ns or 0, b.expected_saving_ns or 0)
+    lost, modelled = add(a.lost_ns, b.lost_ns), add(a.modelled_lost_ns, b.modelled_lost_ns)
+    message = a.message
+    said = lost_text(a.lost_ns, a.modelled_lost_ns, a.link)
+    if message.endswith(said):  # the time lost the message ends with is the ranks' together, as `lost_ns` is
+        message = message[:len(message) - len(said)] + lost_text(lost, modelled, a.link)
     return replace(a, ranks=a.ranks + b.ranks, records=tuple(sorted(a.records + b.records)),
-                   lost_ns=add(a.lost_ns, b.lost_ns), modelled_lost_ns=add(a.modelled_lost_ns, b.modelled_lost_ns),
-                   expected_saving_ns=saving)
+                   lost_ns=lost, modelled_lost_ns=modelled, expected_saving_ns=saving, message=message)
 
 
 def ranks_text(ranks: Sequence[int]) -> str:

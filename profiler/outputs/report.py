@@ -215,10 +215,10 @@ def rank_table(run: Run, link: Link | None) -> RankTable | None:
                      f"{t.d2h.count} / {fmt_bytes(t.d2h.nbytes)}", str(t.launches.count), str(t.syncs.count),
                      f"{met.count} / {fmt_bytes(met.nbytes)}", fmt_ns(r.busy_ns), fmt_ns(met.ns), fmt_ns(r.end_ns)])
     j = s.job
-    met = sum((r.collectives for r in s.ranks), Flow())
+    met = s.collectives
     rows.append(["job", "-", f"{j.h2d.count} / {fmt_bytes(j.h2d.nbytes)}", f"{j.d2h.count} / {fmt_bytes(j.d2h.nbytes)}",
                  str(j.launches.count), str(j.syncs.count), f"{met.count} / {fmt_bytes(met.nbytes)}",
-                 fmt_ns(sum(r.busy_ns for r in s.ranks)), fmt_ns(met.ns), fmt_ns(j.wall_ns)])
+                 fmt_ns(s.busy_ns), fmt_ns(met.ns), fmt_ns(j.wall_ns)])
     notes = [slowest_line(s)]
     if s.missing:
         notes.append(f"  no trace of {ranks_text(s.missing)}: not recorded (killed before recording, or never started)")

@@ -122,6 +122,13 @@ def test_a_tiny_collective_every_step_on_every_rank_is_one_finding_naming_the_ra
     assert f.related == ("OFF303",) and f.lost_ns == 2 * 5 * 20_000 and f.modelled_lost_ns is None
 
 
+def test_a_finding_folded_across_ranks_says_the_time_lost_on_all_of_them() -> None:
+    slow = [replace(r, duration_ns=50_000) for r in metric_collectives(1, 5)]  # rank 1's calls take longer
+    (f,) = findings(job(*metric_collectives(0, 5), *slow), "OFF509")
+    assert f.ranks == (0, 1) and f.lost_ns == 5 * 20_000 + 5 * 50_000
+    assert f.message.endswith("; 350 µs lost"), f.message
+
+
 def test_large_rare_and_nccl_collectives_are_no_logging_collective() -> None:
     assert findings(job(*metric_collectives(0, 5, nbytes=4 * MiB), *metric_collectives(1, 5, nbytes=4 * MiB)),
                     "OFF509") == []

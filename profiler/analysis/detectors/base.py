@@ -217,14 +217,15 @@ def rank(f: Finding) -> tuple[int, int, int, int, str, str]:
             f.code, f.location)
 
 
-def lost_text(lost: int | None, modelled: int | None, link: Link | None) -> str:
-    """`3.1 ms lost (41 ms modelled on pcie5-x16)`, saying which figure is which."""
-    if lost is not None and modelled is not None and link is not None:
-        return f"{fmt_ns(lost)} lost ({fmt_ns(modelled)} modelled on {link.name})"
+def lost_text(lost: int | None, modelled: int | None, link: Link | str | None) -> str:
+    """`3.1 ms lost (41 ms modelled on pcie5-x16)`, saying which figure is which (`link`: the link or its name)."""
+    name = link.name if isinstance(link, Link) else link
+    if lost is not None and modelled is not None and name is not None:
+        return f"{fmt_ns(lost)} lost ({fmt_ns(modelled)} modelled on {name})"
     if lost is not None:
         return f"{fmt_ns(lost)} lost"
-    if modelled is not None and link is not None:
-        return f"{fmt_ns(modelled)} lost, modelled on {link.name} (not measurable on this backend)"
+    if modelled is not None and name is not None:
+        return f"{fmt_ns(modelled)} lost, modelled on {name} (not measurable on this backend)"
     return "time lost not measurable on this backend"
 
 
