@@ -36,7 +36,9 @@ recorded: the trace's own time base, recording overhead included
 which a host-bound program pays per launch and the replay counts as host
 work). It runs in the
 environment of `quiet_env.py` (one BLAS thread, freed memory kept) unless
-`--default-allocator` is given. A table on stdout; nothing is asserted.
+`--default-allocator` is given. The replay sets the recording's own cost
+aside when this machine is calibrated (`offload-prof calibrate`; the
+header says which figures it used). A table on stdout; nothing is asserted.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ from profiler.analysis.detectors import detect  # noqa: E402
 from profiler.analysis.replay import Timeline, fuse, saving  # noqa: E402
 from profiler.analysis.verdict import verdict  # noqa: E402
 from profiler.model import Run  # noqa: E402
+from profiler.trace.link import calibrated  # noqa: E402
 
 TARGET = 0.30
 ROOT = Path(__file__).resolve().parent.parent
@@ -248,7 +251,7 @@ class Program:
 PROGRAMS = (
     Program("sync", "a scalar read every step", ("OFF506", "OFF507"),
             {"offload": sync_offload, "cupy": sync_cupy, "torch": sync_torch},
-            {"offload": 1 << 16, "cupy": 1 << 20, "torch": 1 << 20}),
+            {"offload": 1 << 16, "cupy": 1 << 20, "torch": 1 << 24}),
     Program("reupload", "invariant data uploaded every step", ("OFF502", "OFF501"),
             {"offload": reupload_offload, "cupy": reupload_cupy, "torch": reupload_torch},
             {"offload": 1 << 20, "cupy": 1 << 24, "torch": 1 << 24}),
@@ -272,7 +275,7 @@ def recorded(lib: str, program: Program, fixed: bool, n: int) -> Run:
 
         with Recorder(fingerprints=True) as rec:
             fn(fixed, n)
-        return rec.run()
+        return rec.run(link=calibrated(get_backend().name))
     with tempfile.TemporaryDirectory() as folder:
         trace = Path(folder) / "t.json"
         command = [sys.executable, "-m", "profiler", "run", "--source", "cupti", "-o", str(trace), "--",
@@ -329,6 +332,13 @@ def main(argv: list[str] | None = None) -> int:
           f"{where}, {platform.machine()}: medians of {args.repeats}; {quiet_env.describe()}")
     head = f"{'program':9s} {'mistake ms':>10s} {'fixed ms':>9s} {'measured':>9s} {'spread':>7s} {'recorded':>9s} " \
            f"{'predicted':>9s} {'error':>7s}  {'target':6s}  from"
+    link = calibrated("cupy" if args.lib != "offload" else get_backend().name)
+    figure = None if link is None else link.cupti_launch_us if args.lib != "offload" else link.recorded_launch_us
+    print("# the recording's own cost set aside by the replay: " + (
+        "none (no calibration: run `offload-prof calibrate` first)" if figure is None else
+        f"{figure:.2f} µs per launch" + ("" if args.lib != "offload" or link is None or link.recorded_event_us is None
+                                         else f", {link.recorded_event_us:.2f} µs per other event")
+        + f" ({link.name}: {link.source})"))
     print(head)
     print("-" * len(head))
     for program in PROGRAMS:

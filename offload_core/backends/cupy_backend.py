@@ -227,6 +227,13 @@ class CupyBackend(Backend):
         if self.nvtx:
             self._nvtx.RangePop()  # type: ignore[union-attr]
 
+    def pinned_empty(self, shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
+        """A host array in page-locked memory (CuPy's pinned pool); `offload-prof calibrate` measures the pinned rate with it."""
+        dt = np.dtype(dtype)
+        count = int(np.prod(shape))
+        mem = cupy.cuda.alloc_pinned_memory(max(count * dt.itemsize, 1))
+        return np.frombuffer(mem, dtype=dt, count=count).reshape(shape)
+
     def _staging(self, host: np.ndarray[Any, Any]) -> tuple[Any, np.ndarray[Any, Any]]:
         mem = cupy.cuda.alloc_pinned_memory(host.nbytes)
         view = np.frombuffer(mem, dtype=host.dtype, count=host.size).reshape(host.shape)

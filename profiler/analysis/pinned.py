@@ -6,8 +6,9 @@ from pinned memory, measured under the same load. Only large copies count
 (at least `MIN_WITNESS_BYTES` each), where the fixed cost per copy does
 not hide the bandwidth. Without such copies the link profile stands in:
 the one the run was recorded with (a calibration of its machine), else
-the shipped default, and the rate says which it is, so a report can label
-the figure measured or modelled.
+(or where that one has no pinned figure) the shipped default, and the
+rate says which it is, so a report can label the figure measured or
+modelled.
 """
 
 from __future__ import annotations
@@ -58,9 +59,10 @@ def pinned_rate(run: Run, kind: Direction, link: Link | None = None) -> PinnedRa
         gbps = float(c.nbytes[large].sum()) / float(c.duration_ns[large].sum())
         return PinnedRate(kind, gbps, 0, True, f"measured on this run's {count} pinned {kind.upper()} "
                                                f"cop{'y' if count == 1 else 'ies'}")
-    profile = link or run.meta.link or resolve(DEFAULT_MODEL)
-    pinned = profile.h2d_pinned_gbps if kind == "h2d" else profile.d2h_pinned_gbps
-    if not pinned:
-        return None
-    return PinnedRate(kind, pinned, int(profile.latency_us * 1e3), False, f"modelled on {profile.name}")
+    for profile in (link or run.meta.link, resolve(DEFAULT_MODEL)):
+        # a calibration made where pinned memory could not be had says nothing of the pinned rate: the default does
+        pinned = None if profile is None else profile.h2d_pinned_gbps if kind == "h2d" else profile.d2h_pinned_gbps
+        if profile is not None and pinned:
+            return PinnedRate(kind, pinned, int(profile.latency_us * 1e3), False, f"modelled on {profile.name}")
+    return None
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from ..errors import ProfilerError
 
 NAME = "calibrate"
-HELP = "measure this machine's copy bandwidths, small-copy latency and launch overhead"
+HELP = "measure this machine's copy bandwidths, small-copy latency, launch overhead and recording cost"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -3,10 +3,19 @@
 Measurements go through the active backend's own `upload`/`download` and
 its timer (`mark`/`since`, device events on a GPU), so they describe the
 path offload_core's copies really take, and the profiler never imports
-CuPy. Pageable figures use an ordinary NumPy array; pinned figures need a
-backend that can allocate page-locked host memory (a `pinned_empty(shape,
-dtype)` method) and are left out where it cannot, as on the NumPy backend.
+CuPy. Pageable figures use an ordinary NumPy array (with the CuPy
+backend's own page-locking of hot buffers off while they are measured);
+pinned figures need a backend that can allocate page-locked host memory
+(a `pinned_empty(shape, dtype)` method, as the CuPy backend has) and are
+left out where it cannot, as on the NumPy backend.
 Each figure is the median of several repeats; progress goes to stderr.
+
+It also measures what recording costs the host (`recording_costs`):
+the same empty launches timed unrecorded and recorded, in alternating
+blocks, by offload_core's recorder (per launch in a region, and per event
+of a naive launch, which allocates, copies and frees) and, where CuPy and
+cupti-python are there, by a CUPTI recording. The replay sets those
+figures aside, so that a predicted saving is the unrecorded program's.
 """
 
 from __future__ import annotations
@@ -62,9 +71,17 @@ def measure(
     host = np.ones(n)
     pinned_empty = getattr(be, "pinned_empty", None)
     pinned = pinned_empty((n,), np.dtype(np.float64)) if callable(pinned_empty) else None
+    pinning = getattr(be, "pinning", None)  # the CuPy backend page-locks hot buffers: not while measuring pageable
     for kind in ("h2d", "d2h"):
         progress(f"measuring pageable {kind.upper()}: {host.nbytes / 1e6:.0f} MB x {repeats}")
-        figures[f"{kind}_pageable_gbps"] = host.nbytes / _median_copy_ns(be, host, kind, repeats)
+        was = getattr(pinning, "enabled", False)
+        if pinning is not None:
+            pinning.enabled = False
+        try:
+            figures[f"{kind}_pageable_gbps"] = host.nbytes / _median_copy_ns(be, host, kind, repeats)
+        finally:
+            if pinning is not None:
+                pinning.enabled = was
         if pinned is not None:
             pinned[...] = 1.0
             progress(f"measuring pinned {kind.upper()}: {pinned.nbytes / 1e6:.0f} MB x {repeats}")
@@ -82,6 +99,8 @@ def measure(
             offload(_noop, x)
         be.synchronize()
         launch_us = (time.perf_counter_ns() - start) / launches / 1e3
+    progress(f"measuring what recording costs: {launches} launches, unrecorded and recorded")
+    costs = recording_costs(launches, progress=progress)
     progress("measuring sync overhead")
     samples = []
     for _ in range(small_repeats):
@@ -99,9 +118,96 @@ def measure(
         latency_us=round(latency, 3),
         launch_us=round(launch_us, 3),
         sync_us=round(sync_us, 3),
+        **{k: (None if v is None else round(v, 3)) for k, v in costs.items()},
         source=f"calibrated {when} on {platform.node() or 'this machine'}, backend {be.name} ({be.device}), "
                f"offload-prof {__version__}",
     )
+
+
+#: blocks of launches per variant, alternated so that drift of the machine falls on both
+_BLOCKS = 5
+
+
+def _per_launch_us(launch: Callable[[], None], launches: int, be: Backend) -> float:
+    start = time.perf_counter_ns()
+    for _ in range(launches):
+        launch()
+    be.synchronize()
+    return (time.perf_counter_ns() - start) / launches / 1e3
+
+
+def _recorded_extra_us(launch: Callable[[], None], launches: int, be: Backend,
+                       recorder: Callable[[], Any]) -> tuple[float, int]:
+    """(µs the recording adds per launch, events recorded per launch): medians over alternating blocks."""
+    block = max(launches // _BLOCKS, 1)
+    plain, recorded, events = [], [], 0
+    for _ in range(_BLOCKS):
+        plain.append(_per_launch_us(launch, block, be))
+        with recorder() as rec:
+            recorded.append(_per_launch_us(launch, block, be))
+        events = len(rec.raw) // block
+        rec.raw.clear()
+    return max(statistics.median(recorded) - statistics.median(plain), 0.0), events
+
+
+def recording_costs(launches: int = 2000, progress: Callable[[str], None] = lambda _: None) -> dict[str, float | None]:
+    """What recording adds to the host's time: `recorded_launch_us`, `recorded_event_us`, `cupti_launch_us`.
+
+    offload_core's recorder: empty launches in a region (one event each),
+    then naive launches of the same kernel (an allocation, an upload, the
+    launch and a free each): what the naive launch adds beyond the batched
+    one, per extra event. CUPTI: the batched launches under a
+    `CuptiRecorder` against unrecorded blocks before and after it (one
+    CUPTI session: CUPTI allows one subscriber per process); None where
+    the backend is not CuPy or cupti-python or the GPU cannot be used.
+    """
+    from offload_core import get_mode, set_mode
+
+    from .recorder import Recorder
+
+    be = get_backend()
+    x = np.ones(8)
+    costs: dict[str, float | None] = {"recorded_launch_us": None, "recorded_event_us": None, "cupti_launch_us": None}
+    with region(In(x)):
+        batched = lambda: offload(_noop, x)  # noqa: E731
+        batched()
+        costs["recorded_launch_us"], _ = _recorded_extra_us(batched, launches, be, Recorder)
+    mode = get_mode()
+    set_mode("naive")
+    try:
+        naive = lambda: offload(_noop, x)  # noqa: E731
+        naive()
+        extra, events = _recorded_extra_us(naive, max(launches // 4, 1), be, Recorder)
+    finally:
+        set_mode(mode)
+    if events > 1 and costs["recorded_launch_us"] is not None:
+        costs["recorded_event_us"] = max(extra - costs["recorded_launch_us"], 0.0) / (events - 1)
+    if be.name == "cupy":
+        costs["cupti_launch_us"] = _cupti_extra_us(launches, be, progress)
+    return costs
+
+
+def _cupti_extra_us(launches: int, be: Backend, progress: Callable[[str], None]) -> float | None:
+    from ..errors import ProfilerError
+    from .cupti import CuptiRecorder
+
+    x = np.ones(8)
+    block = max(launches // _BLOCKS, 1)
+    with region(In(x)):
+        launch = lambda: offload(_noop, x)  # noqa: E731
+        launch()
+        plain = [_per_launch_us(launch, block, be) for _ in range(_BLOCKS)]
+        try:
+            recorder = CuptiRecorder(fingerprints=False).start()
+        except ProfilerError as exc:
+            progress(f"not measuring CUPTI's cost: {exc}")
+            return None
+        try:
+            recorded = [_per_launch_us(launch, block, be) for _ in range(_BLOCKS)]
+        finally:
+            recorder.stop()
+        plain += [_per_launch_us(launch, block, be) for _ in range(_BLOCKS)]
+    return max(statistics.median(recorded) - statistics.median(plain), 0.0)
 
 
 def describe(link: Link) -> str:
@@ -115,6 +221,11 @@ def describe(link: Link) -> str:
         ("small-copy latency", f"{link.latency_us:.2f} us"),
         ("launch overhead", "-" if link.launch_us is None else f"{link.launch_us:.2f} us (offload() of an empty kernel)"),
         ("sync overhead", "-" if link.sync_us is None else f"{link.sync_us:.2f} us"),
+        ("recording, per launch", "-" if link.recorded_launch_us is None else f"{link.recorded_launch_us:.2f} us"
+         " (offload_core's recorder)"),
+        ("recording, per event", "-" if link.recorded_event_us is None else f"{link.recorded_event_us:.2f} us"
+         " (other events of offload_core's recorder)"),
+        ("CUPTI, per launch", "-" if link.cupti_launch_us is None else f"{link.cupti_launch_us:.2f} us"),
     ]
     width = max(len(k) for k, _ in rows)
     return "\n".join([f"link profile {link.name}: {link.source}"] + [f"  {k:<{width}}  {v}" for k, v in rows]) + "\n"

@@ -91,7 +91,12 @@ class Link:
     Bandwidths are in GB/s (10^9 bytes per second); a pinned figure is
     None where the backend could not pin (the NumPy backend). `latency_us`
     is the fixed cost of one small copy; `launch_us` and `sync_us` are the
-    per-launch and per-sync overheads where known.
+    per-launch and per-sync overheads where known. `recorded_launch_us`
+    and `recorded_event_us` are what offload_core's recorder adds to the
+    host's time per recorded launch and per other recorded event, and
+    `cupti_launch_us` what a CUPTI recording adds per launch (the replay
+    takes them off the saving of a fix that removes those records: an
+    unrecorded program never paid them); None where not measured.
     """
 
     name: str
@@ -102,6 +107,9 @@ class Link:
     latency_us: float = 0.0
     launch_us: float | None = None
     sync_us: float | None = None
+    recorded_launch_us: float | None = None
+    recorded_event_us: float | None = None
+    cupti_launch_us: float | None = None
     source: str = ""
 
     def bandwidth_gbps(self, kind: Direction, pinned: bool) -> float:

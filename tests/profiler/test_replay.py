@@ -10,6 +10,7 @@ device operation's start.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ from profiler.analysis.replay import (Fix, Timeline, drop_syncs, fuse, hoist, ke
 from profiler.analysis.replay.schedule import ALL
 from profiler.analysis.replay.timeline import DEVICE, ENGINE_NAMES
 from profiler.analysis.pinned import pinned_rate
-from profiler.model import Run
+from profiler.model import Link, Run
 from profiler.sources.cupti.convert import convert
 from profiler.sources.recorder import Recorder
 
@@ -292,6 +293,46 @@ def test_fuse_merges_launches_and_the_host_work_between_them() -> None:
     fix = fuse(run, ks)
     assert fix.durations == {ks[0]: 50 * US} and fix.drop == frozenset(ks[1:]) == frozenset(fix.host_cut)
     assert replayed_wall(tl, fix) == (50 + 95) * US, "one 50 µs kernel, then what the run did after its last launch"
+
+
+def _with_link(run: Run, **figures: float) -> Run:
+    return Run(replace(run.meta, link=Link("calibrated", 8.0, 8.0, **figures)), run.records)
+
+
+def test_the_recordings_own_cost_stays_when_launches_are_fused() -> None:
+    h = Hand()
+    ks = [h.kernel(100 * n, 5) for n in range(10)]  # 95 µs of host work per launch, 30 of them CUPTI's
+    run = _with_link(h.run(1_000), cupti_launch_us=30.0, recorded_launch_us=70.0)
+    tl = assert_replays_itself(run)
+    assert tl.recording == [0, 60 * US] + [30 * US] * 8, "the first launch has no gap: its cost goes to the next"
+    assert replayed_wall(tl, fuse(run, ks)) == (10 * 30 + 95) * US, \
+        "the fused loop still pays every launch's 30 µs of recording (longer than its one 50 µs kernel)"
+    bare = h.run(1_000)
+    assert Timeline.of(bare).recording == [0] * 10 and replayed_wall(Timeline.of(bare), fuse(bare, ks)) == 145 * US
+
+
+def test_offload_cores_recorder_has_its_own_figures_per_launch_and_per_event() -> None:
+    h = Hand(backend="cupy")
+    up = h.copy("h2d", 10, 5, launch=0)
+    k = h.kernel(40, 5, launch=0)
+    sync = h.sync(60, 1)
+    run = _with_link(h.run(100), recorded_launch_us=4.0, recorded_event_us=2.0, cupti_launch_us=50.0)
+    tl = assert_replays_itself(run)
+    assert (tl.recording[up], tl.recording[k], tl.recording[sync]) == (2 * US, 4 * US, 2 * US), \
+        "CUPTI's figure is not offload_core's recorder's"
+    # the kernel's gap (30 µs after the upload was issued) is its launch's machinery: it goes with the kernel, but
+    # for the 4 µs of recording
+    assert replayed_wall(tl, Fix("drop", frozenset({k}))) == replayed_wall(tl) - (30 - 4) * US
+
+
+def test_a_queued_launchs_recording_cost_is_charged_to_the_next_gap() -> None:
+    h = Hand()
+    h.kernel(0, 50)
+    h.kernel(51, 50)  # queued: no host gap of its own
+    wait = h.sync(120, 1)
+    run = _with_link(h.run(200), cupti_launch_us=10.0)
+    tl = assert_replays_itself(run)
+    assert tl.recording[wait] == 20 * US, "both launches' cost lands in the only gap the host had"
 
 
 # ------------------------------------------------------------------ real traces replay themselves

@@ -8,7 +8,9 @@ until the streams it waits for are done; the end of the run waits for
 the device. A dropped record costs nothing but the host's own work
 before it (the replay cannot tell a program's work from the cost of
 preparing the dropped operation, so that part of a saving is left out);
-its successors on the stream then follow its predecessor.
+its successors on the stream then follow its predecessor. A fix never
+takes away the recording's own cost (`Timeline.recording`): both replays
+keep it, so it cancels out of the saving.
 
 The saving of a fix is `replayed(original) - replayed(fixed)`: both
 replays make the same assumptions, so what the assumptions get wrong
@@ -95,7 +97,7 @@ def saving(timeline: Timeline, fix: Fix) -> int:
 def _replay(t: Timeline, fix: Fix, starts: list[int] | None, ends: list[int] | None) -> int:
     role, duration, gap, offset = t.role, t.duration, t.gap, t.offset
     device_gap, lane, stream, blocking = t.device_gap, t.lane, t.stream, t.blocking
-    waits, cost, joined = t.waits, t.cost, t.joined
+    waits, cost, joined, recording = t.waits, t.cost, t.joined, t.recording
     drop, durations, nonblocking, host_cut = fix.drop, fix.durations, fix.nonblocking, fix.host_cut
     lane_end = [NEVER] * len(t.lane_engine)
     stream_end = [NEVER] * t.streams
@@ -104,7 +106,11 @@ def _replay(t: Timeline, fix: Fix, starts: list[int] | None, ends: list[int] | N
         r = role[i]
         if not joined[i] or i not in drop:
             cut = host_cut.get(i, 0) if host_cut else 0
+            if cut:  # the recording's own cost stays: the unrecorded program never paid it
+                cut = min(cut, gap[i] - recording[i])
             f += gap[i] - cut if gap[i] > cut else 0
+        else:
+            f += recording[i]
         if i in drop:
             if starts is not None and ends is not None:
                 starts[i] = ends[i] = f

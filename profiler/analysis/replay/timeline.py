@@ -47,6 +47,18 @@ lists the assumptions:
   what the sync cost beyond that (its own call, the wake-up) stays.
 * **The end of the run** waits for the device (the recording flushes
   device timings before it stops).
+* **The recording's own cost.** Recording a launch or an event costs the
+  host time an unrecorded program does not spend: offload_core's
+  recorder finds the call site, times the launch and delivers the event;
+  CUPTI's kernel records cost the driver time in every launch. Where the
+  run's link profile says how much (`offload-prof calibrate` measures
+  `recorded_launch_us`, `recorded_event_us` and `cupti_launch_us`), that
+  much of the host's time before each record is the recording's
+  (`recording`; what a record's own gap cannot hold is charged to the
+  next ones) and no fix takes it away, so a saving is what the program
+  would save unrecorded. Without the figures nothing is set aside, and a
+  fix that removes many launches of a host-bound loop is over-priced by
+  the recording's cost of each.
 
 The parameters are chosen so that replaying the unchanged program gives
 back every device operation's start and the run's wall time exactly; the
@@ -125,6 +137,8 @@ class Timeline:
     queued: list[bool]
     #: records of the same launch as the record before them: their `gap` is that launch's machinery
     joined: list[bool]
+    #: the part of each `gap` that is the recording's own cost: no fix removes it (see the module docstring)
+    recording: list[int]
 
     def __len__(self) -> int:
         return len(self.role)
@@ -145,7 +159,26 @@ class Timeline:
         durations = c.duration_ns.tolist()
         host_run = run.meta.backend in HOST_EXECUTED
         blocking = (np.ones(n, dtype=bool) if host_run else ~np.isin(c.kind, _ASYNC) & ~c.pinned).tolist()
-        return _infer(roles, engines, starts, durations, blocking, run.meta.wall_ns, _joined(run).tolist())
+        return _infer(roles, engines, starts, durations, blocking, run.meta.wall_ns, _joined(run).tolist(),
+                      recording_costs(run).tolist())
+
+
+def recording_costs(run: Run) -> np.ndarray:
+    """Per record, the host time recording it cost (ns), from the run's link profile; zeros where unknown."""
+    c = run.columns
+    costs = np.zeros(len(c), dtype=np.int64)
+    link = run.meta.link
+    if link is None or not len(c):
+        return costs
+    cupti = run.meta.backend == "cupti"
+    launch_us = link.cupti_launch_us if cupti else link.recorded_launch_us
+    event_us = None if cupti else link.recorded_event_us
+    launches = c.kind == KINDS.index("launch")
+    if launch_us:
+        costs[launches] = int(launch_us * 1e3)
+    if event_us:
+        costs[~launches] = int(event_us * 1e3)
+    return costs
 
 
 def _collective_calls(c: Columns) -> np.ndarray:
@@ -173,7 +206,7 @@ def _joined(run: Run) -> np.ndarray:
 
 
 def _infer(roles: list[int], engines: list[int], starts: list[int], durations: list[int], blocking: list[bool],
-           wall_ns: int, joined: list[bool]) -> Timeline:
+           wall_ns: int, joined: list[bool], costs: list[int] | None = None) -> Timeline:
     n = len(roles)
     gap, offset, device_gap = [0] * n, [0] * n, [0] * n
     lane, stream = [-1] * n, [-1] * n
@@ -233,7 +266,21 @@ def _infer(roles: list[int], engines: list[int], starts: list[int], durations: l
     end_cost = wall_ns - (device_done if device_done > f else f)
     return Timeline(roles, list(durations), gap, offset, device_gap, lane, stream,
                     [bool(b) and r == DEVICE for b, r in zip(blocking, roles)], waits, cost, end_cost,
-                    tuple(lane_engine), len(stream_end), wall_ns, host_after, queued, joined)
+                    tuple(lane_engine), len(stream_end), wall_ns, host_after, queued, joined,
+                    _set_aside(gap, costs) if costs else [0] * n)
+
+
+def _set_aside(gap: list[int], costs: list[int]) -> list[int]:
+    """The recording's cost within each gap: a record's own cost, and what earlier gaps could not hold."""
+    out = [0] * len(gap)
+    owed = 0
+    for i, g in enumerate(gap):
+        owed += costs[i]
+        if owed and g:
+            take = owed if owed < g else g
+            out[i] = take
+            owed -= take
+    return out
 
 
 def _pick(ends: list[int], start: int, candidates: list[int]) -> int:
