@@ -335,6 +335,21 @@ def test_a_queued_launchs_recording_cost_is_charged_to_the_next_gap() -> None:
     assert tl.recording[wait] == 20 * US, "both launches' cost lands in the only gap the host had"
 
 
+def test_fusing_host_executed_launches_saves_each_calls_calibrated_fixed_cost() -> None:
+    h = Hand(backend="numpy")
+    ks = [h.kernel(100 * n, 5 + n) for n in range(10)]  # the host runs each kernel: 5 to 14 µs
+    run = h.run(1_000)
+    assert fuse(run, ks).durations == {ks[0]: 95 * US}, "uncalibrated: all the kernels' time stays"
+    calibrated = _with_link(run, launch_us=3.0)
+    assert fuse(calibrated, ks).durations == {ks[0]: (95 - 9 * 3) * US}, "3 µs of each later call goes"
+    assert fuse(_with_link(run, launch_us=30.0), ks).durations == {ks[0]: (95 - 9 * 5) * US}, \
+        "never more than the shortest launch"
+    gpu = Hand()
+    gk = [gpu.kernel(100 * n, 5) for n in range(10)]
+    assert fuse(_with_link(gpu.run(1_000), launch_us=3.0), gk).durations == {gk[0]: 50 * US}, \
+        "on a GPU each kernel still runs: its device time stays"
+
+
 # ------------------------------------------------------------------ real traces replay themselves
 @pytest.mark.parametrize("name", ["stencil.naive.json", "stencil.batched.json"])
 def test_the_test_data_traces_replay_themselves(name: str) -> None:

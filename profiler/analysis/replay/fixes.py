@@ -20,8 +20,9 @@ records that no longer happen or happen differently:
   downloads go too, with the host time of their calls;
 * `pack`: several small copies become one, paying the fixed cost once;
 * `fuse`: a loop of kernel launches becomes one launch (a fused kernel, a
-  captured graph): the kernels' time stays, the host's work to issue each
-  launch after the first goes.
+  captured graph): the kernels' time stays (on NumPy less each call's
+  calibrated fixed cost), the host's work to issue each launch after the
+  first goes.
 
 A library's copy call (CUPTI traces: no launch or region index) costs
 the host more than its record shows: CuPy stages a pageable upload
@@ -224,13 +225,26 @@ def drop_syncs(run: Run, syncs: Iterable[int]) -> Fix:
 
 
 def fuse(run: Run, launches: Sequence[int]) -> Fix:
-    """The launches as one: the first takes all their kernel time; the others, and the host work before each, go."""
+    """The launches as one: the first takes their kernel time; the others, and the host work before each, go.
+
+    On a GPU the kernels' device time all stays (as in a captured graph,
+    each kernel still runs). Where the host runs the kernels itself
+    (NumPy), each call also costs a fixed overhead that one call pays
+    once: the calibrated cost of launching an empty kernel (`launch_us`),
+    at most the shortest of the launches, goes for every launch after the
+    first. Without a calibration nothing more goes.
+    """
     if len(launches) < 2:
         return Fix("fuse launches")
     c = run.columns
     rest = frozenset(launches[1:])
-    return Fix("fuse launches", rest, {launches[0]: int(c.duration_ns[list(launches)].sum())},
-               host_cut={i: ALL for i in rest})
+    durations = c.duration_ns[list(launches)]
+    total = int(durations.sum())
+    link = run.meta.link
+    if run.meta.backend in HOST_EXECUTED and link is not None and link.launch_us:
+        fixed = min(int(durations.min()), int(link.launch_us * 1e3))
+        total -= fixed * len(rest)
+    return Fix("fuse launches", rest, {launches[0]: total}, host_cut={i: ALL for i in rest})
 
 
 def pack(run: Run, runs: Sequence[Sequence[int]]) -> Fix:
