@@ -94,11 +94,7 @@ def measure(
     x = np.ones(8)
     with region(In(x)):
         offload(_noop, x)
-        start = time.perf_counter_ns()
-        for _ in range(launches):
-            offload(_noop, x)
-        be.synchronize()
-        launch_us = (time.perf_counter_ns() - start) / launches / 1e3
+        launch_us = _per_launch_us(lambda: offload(_noop, x), launches, be)
     progress(f"measuring what recording costs: {launches} launches, unrecorded and recorded")
     costs = recording_costs(launches, progress=progress)
     progress("measuring sync overhead")
@@ -180,8 +176,8 @@ def recording_costs(launches: int = 2000, progress: Callable[[str], None] = lamb
         extra, events = _recorded_extra_us(naive, max(launches // 4, 1), be, Recorder)
     finally:
         set_mode(mode)
-    if events > 1 and costs["recorded_launch_us"] is not None:
-        costs["recorded_event_us"] = max(extra - costs["recorded_launch_us"], 0.0) / (events - 1)
+    if events > 1:
+        costs["recorded_event_us"] = max(extra - (costs["recorded_launch_us"] or 0.0), 0.0) / (events - 1)
     if be.name == "cupy":
         costs["cupti_launch_us"] = _cupti_extra_us(launches, be, progress)
     return costs

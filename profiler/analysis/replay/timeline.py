@@ -206,7 +206,7 @@ def _joined(run: Run) -> np.ndarray:
 
 
 def _infer(roles: list[int], engines: list[int], starts: list[int], durations: list[int], blocking: list[bool],
-           wall_ns: int, joined: list[bool], costs: list[int] | None = None) -> Timeline:
+           wall_ns: int, joined: list[bool], costs: list[int]) -> Timeline:
     n = len(roles)
     gap, offset, device_gap = [0] * n, [0] * n, [0] * n
     lane, stream = [-1] * n, [-1] * n
@@ -267,7 +267,7 @@ def _infer(roles: list[int], engines: list[int], starts: list[int], durations: l
     return Timeline(roles, list(durations), gap, offset, device_gap, lane, stream,
                     [bool(b) and r == DEVICE for b, r in zip(blocking, roles)], waits, cost, end_cost,
                     tuple(lane_engine), len(stream_end), wall_ns, host_after, queued, joined,
-                    _set_aside(gap, costs) if costs else [0] * n)
+                    _set_aside(gap, costs))
 
 
 def _set_aside(gap: list[int], costs: list[int]) -> list[int]:
