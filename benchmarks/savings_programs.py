@@ -31,7 +31,8 @@ same process (the prediction is the median too); `spread` is the
 interquartile range of those differences, and a program whose spread
 exceeds its saving cannot be checked on this machine (`noise`). Target:
 within 30%. `recorded` is the same difference with both programs
-recorded: the trace's own time base, recording overhead included
+recorded: the trace's own time base (for CUPTI, whose trace spans the
+whole process, from the first record to the last), recording overhead included
 (offload_core's recorder costs a few microseconds per event on the host,
 which a host-bound program pays per launch and the replay counts as host
 work). It runs in the
@@ -286,6 +287,15 @@ def recorded(lib: str, program: Program, fixed: bool, n: int) -> Run:
         return Run.load(trace)
 
 
+def recorded_ns(lib: str, run: Run) -> int:
+    """The program's own time in its trace: the recorded wall (offload_core: only the program ran), or for a
+    CUPTI recording, whose wall is the whole process (interpreter, imports, CUDA's start), the span from its
+    first record's start to its last record's end."""
+    if lib == "offload" or not run.records:
+        return run.meta.wall_ns
+    return max(r.end_ns for r in run.records) - min(r.start_ns for r in run.records)
+
+
 def predicted(program: Program, run: Run) -> tuple[float, str]:
     """(predicted saving in ms, what it is) on the mistaken program's trace."""
     found = [f for f in detect(run) if f.code in program.rules]
@@ -333,11 +343,12 @@ def main(argv: list[str] | None = None) -> int:
     head = f"{'program':9s} {'mistake ms':>10s} {'fixed ms':>9s} {'measured':>9s} {'spread':>7s} {'recorded':>9s} " \
            f"{'predicted':>9s} {'error':>7s}  {'target':6s}  from"
     link = calibrated("cupy" if args.lib != "offload" else get_backend().name)
-    figure = None if link is None else link.cupti_launch_us if args.lib != "offload" else link.recorded_launch_us
+    cupti = args.lib != "offload"
+    per_launch = None if link is None else link.cupti_launch_us if cupti else link.recorded_launch_us
+    per_event = None if link is None else link.cupti_event_us if cupti else link.recorded_event_us
     print("# the recording's own cost set aside by the replay: " + (
-        "none (no calibration: run `offload-prof calibrate` first)" if figure is None else
-        f"{figure:.2f} µs per launch" + ("" if args.lib != "offload" or link is None or link.recorded_event_us is None
-                                         else f", {link.recorded_event_us:.2f} µs per other event")
+        "none (no calibration: run `offload-prof calibrate` first)" if link is None or per_launch is None else
+        f"{per_launch:.2f} µs per launch" + ("" if per_event is None else f", {per_event:.2f} µs per other event")
         + f" ({link.name}: {link.source})"))
     print(head)
     print("-" * len(head))
@@ -353,8 +364,8 @@ def main(argv: list[str] | None = None) -> int:
         mistakes, fixes, predictions, recorded_fixes = [], [], [], []
         for _ in range(args.repeats):
             run = recorded(args.lib, program, False, n)
-            predictions.append((run.meta.wall_ns, predicted(program, run)))
-            recorded_fixes.append(recorded(args.lib, program, True, n).meta.wall_ns)
+            predictions.append((recorded_ns(args.lib, run), predicted(program, run)))
+            recorded_fixes.append(recorded_ns(args.lib, recorded(args.lib, program, True, n)))
             mistakes.append(timed(fn, False, n))
             fixes.append(timed(fn, True, n))
         pred = statistics.median(saved for _, (saved, _) in predictions)

@@ -159,7 +159,12 @@ def _run_here(args: argparse.Namespace, target: Target, output: Path) -> int:
     if cupti:
         from ..sources.cupti import CuptiRecorder
 
+        from ..sources.cupti.probe import version_mismatch
+
         recorder = CuptiRecorder(fingerprints=args.fingerprints, launch_sites="all" if every_launch else "sampled").start()
+        mismatch = version_mismatch()
+        if mismatch:  # said before the target runs, not only after a long run whose records cannot be read
+            print(f"offload-prof: warning: {mismatch}; the activity records may not be readable", file=sys.stderr)
     else:
         recorder = Recorder(fingerprints=args.fingerprints).start()
     children = ChildRecording("cupti" if cupti else "offload", args.fingerprints, every_launch)
@@ -272,7 +277,11 @@ def _report(output: Path, run: Run, outcome: Ending, notes: list[str], unrecorde
         rest = f"; and {len(missed) - 3} more" if len(missed) > 3 else ""
         print(f"offload-prof: warning: {len(missed)} child process{'es' if len(missed) > 1 else ''} not recorded: "
               f"{named}{rest} (listed in the trace's meta.processes)", file=sys.stderr)
-    if not run.records:
+    unread = [n for n in notes if n.startswith("warning: reading activity records")]
+    if not run.records and unread:
+        print("offload-prof: warning: the trace holds no records: CUPTI's could not be read (above); "
+              "`offload-prof gate` refuses an empty trace unless given --allow-empty", file=sys.stderr)
+    elif not run.records:
         what = ("no CUDA copy, kernel or sync" if cupti else
                 "no offload_core launch, copy or sync (plain CuPy, PyTorch or Numba code needs --source cupti)")
         print(f"offload-prof: warning: nothing was recorded: the target made {what}; `offload-prof gate` refuses "

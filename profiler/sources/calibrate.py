@@ -97,6 +97,8 @@ def measure(
         launch_us = _per_launch_us(lambda: offload(_noop, x), launches, be)
     progress(f"measuring what recording costs: {launches} launches, unrecorded and recorded")
     costs = recording_costs(launches, progress=progress)
+    progress(f"measuring the fingerprint digest: {host.nbytes / 1e6:.0f} MB x {repeats}")
+    costs["digest_gbps"] = digest_gbps(host, repeats)
     progress("measuring sync overhead")
     samples = []
     for _ in range(small_repeats):
@@ -118,6 +120,19 @@ def measure(
         source=f"calibrated {when} on {platform.node() or 'this machine'}, backend {be.name} ({be.device}), "
                f"offload-prof {__version__}",
     )
+
+
+def digest_gbps(host: np.ndarray, repeats: int) -> float:
+    """How fast a recording digests copied bytes (`fingerprint_bytes`, what both recorders call): GB/s, median."""
+    from offload_core.borrows import fingerprint_bytes
+
+    flat = host.reshape(-1).view(np.uint8)
+    samples = []
+    for _ in range(max(repeats, 1)):
+        start = time.perf_counter_ns()
+        fingerprint_bytes(flat)
+        samples.append(time.perf_counter_ns() - start)
+    return flat.nbytes / max(statistics.median(samples), 1)
 
 
 #: blocks of launches per variant, alternated so that drift of the machine falls on both
@@ -147,14 +162,14 @@ def _recorded_extra_us(launch: Callable[[], None], launches: int, be: Backend,
 
 
 def recording_costs(launches: int = 2000, progress: Callable[[str], None] = lambda _: None) -> dict[str, float | None]:
-    """What recording adds to the host's time: `recorded_launch_us`, `recorded_event_us`, `cupti_launch_us`.
+    """What recording adds to the host's time per launch and per other event, for offload_core and CUPTI.
 
     offload_core's recorder: empty launches in a region (one event each),
     then naive launches of the same kernel (an allocation, an upload, the
     launch and a free each): what the naive launch adds beyond the batched
-    one, per extra event. CUPTI: the batched launches under a
-    `CuptiRecorder` against unrecorded blocks before and after it (one
-    CUPTI session: CUPTI allows one subscriber per process); None where
+    one, per extra event. CUPTI: the batched launches and scalar reads
+    under a `CuptiRecorder` against unrecorded blocks before and after it
+    (one CUPTI session: CUPTI allows one subscriber per process); None where
     the backend is not CuPy or cupti-python or the GPU cannot be used.
     """
     from offload_core import get_mode, set_mode
@@ -163,7 +178,8 @@ def recording_costs(launches: int = 2000, progress: Callable[[str], None] = lamb
 
     be = get_backend()
     x = np.ones(8)
-    costs: dict[str, float | None] = {"recorded_launch_us": None, "recorded_event_us": None, "cupti_launch_us": None}
+    costs: dict[str, float | None] = {"recorded_launch_us": None, "recorded_event_us": None, "cupti_launch_us": None,
+                                      "cupti_event_us": None}
     with region(In(x)):
         batched = lambda: offload(_noop, x)  # noqa: E731
         batched()
@@ -179,31 +195,62 @@ def recording_costs(launches: int = 2000, progress: Callable[[str], None] = lamb
     if events > 1:
         costs["recorded_event_us"] = max(extra - (costs["recorded_launch_us"] or 0.0), 0.0) / (events - 1)
     if be.name == "cupy":
-        costs["cupti_launch_us"] = _cupti_extra_us(launches, be, progress)
+        costs["cupti_launch_us"], costs["cupti_event_us"] = _cupti_extra_us(launches, be, progress)
     return costs
 
 
-def _cupti_extra_us(launches: int, be: Backend, progress: Callable[[str], None]) -> float | None:
+def _cupti_extra_us(launches: int, be: Backend, progress: Callable[[str], None]) -> tuple[float | None, float | None]:
+    """(µs CUPTI adds per launch, µs per other recorded call): blocks under a `CuptiRecorder` against plain ones.
+
+    The other calls are scalar reads (an 8-byte download and a sync, as
+    `.item()` or `float()` make one, through the backend): their copy and
+    sync callbacks, with fingerprints
+    as `offload-prof run` takes them, divided among the records each read
+    leaves.
+    """
     from ..errors import ProfilerError
     from .cupti import CuptiRecorder
 
     x = np.ones(8)
     block = max(launches // _BLOCKS, 1)
+    reads = max(block // 4, 1)
+    value = np.zeros(1)
+    scalar = be.empty(value.shape, value.dtype, device_layout(value))
+
+    def read() -> None:
+        be.download(scalar, value)
+        be.synchronize()
+
+    def per_read_us() -> float:
+        start = time.perf_counter_ns()
+        for _ in range(reads):
+            read()
+        return (time.perf_counter_ns() - start) / reads / 1e3
+
     with region(In(x)):
         launch = lambda: offload(_noop, x)  # noqa: E731
         launch()
+        read()
         plain = [_per_launch_us(launch, block, be) for _ in range(_BLOCKS)]
+        plain_reads = [per_read_us() for _ in range(_BLOCKS)]
         try:
-            recorder = CuptiRecorder(fingerprints=False).start()
+            recorder = CuptiRecorder(fingerprints=True).start()
         except ProfilerError as exc:
             progress(f"not measuring CUPTI's cost: {exc}")
-            return None
+            return None, None
         try:
             recorded = [_per_launch_us(launch, block, be) for _ in range(_BLOCKS)]
+            recorded_reads = [per_read_us() for _ in range(_BLOCKS)]
         finally:
             recorder.stop()
         plain += [_per_launch_us(launch, block, be) for _ in range(_BLOCKS)]
-    return max(statistics.median(recorded) - statistics.median(plain), 0.0)
+        plain_reads += [per_read_us() for _ in range(_BLOCKS)]
+    be.free(scalar)
+    per_launch = max(statistics.median(recorded) - statistics.median(plain), 0.0)
+    records = sum(1 for r in recorder.run().records if r.kind != "launch") / (reads * _BLOCKS)
+    if records < 1:
+        return per_launch, None
+    return per_launch, max(statistics.median(recorded_reads) - statistics.median(plain_reads), 0.0) / records
 
 
 def describe(link: Link) -> str:
@@ -222,6 +269,10 @@ def describe(link: Link) -> str:
         ("recording, per event", "-" if link.recorded_event_us is None else f"{link.recorded_event_us:.2f} us"
          " (other events of offload_core's recorder)"),
         ("CUPTI, per launch", "-" if link.cupti_launch_us is None else f"{link.cupti_launch_us:.2f} us"),
+        ("CUPTI, per other call", "-" if link.cupti_event_us is None else f"{link.cupti_event_us:.2f} us"
+         " (a copy's or a sync's callbacks)"),
+        ("fingerprint digest", "-" if link.digest_gbps is None else f"{link.digest_gbps:.2f} GB/s"
+         " (copied bytes, both recorders)"),
     ]
     width = max(len(k) for k, _ in rows)
     return "\n".join([f"link profile {link.name}: {link.source}"] + [f"  {k:<{width}}  {v}" for k, v in rows]) + "\n"

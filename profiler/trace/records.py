@@ -84,6 +84,10 @@ SINGLE_PROCESS_FIELDS: Final[tuple[str, ...]] = tuple(n for n in RECORD_FIELDS i
 DEVICE_KINDS: Final[tuple[Kind, ...]] = ("d2d", "memset", "collective")
 
 
+#: the largest figure a link profile may hold (GB/s or µs): anything above is a damaged file, not a link
+_MOST: Final = 1e9
+
+
 @dataclass(frozen=True)
 class Link:
     """Figures of a host<->device link, measured (`calibrate`) or shipped, for modelled costs.
@@ -94,9 +98,11 @@ class Link:
     per-launch and per-sync overheads where known. `recorded_launch_us`
     and `recorded_event_us` are what offload_core's recorder adds to the
     host's time per recorded launch and per other recorded event, and
-    `cupti_launch_us` what a CUPTI recording adds per launch (the replay
-    takes them off the saving of a fix that removes those records: an
-    unrecorded program never paid them); None where not measured.
+    `cupti_launch_us` and `cupti_event_us` what a CUPTI recording adds
+    per launch and per other call (a copy, a sync: their callbacks) (the
+    replay prices fixes on the program without them: an unrecorded program
+    never paid them), and `digest_gbps` how fast both digest the bytes of
+    a copy recorded with a fingerprint; None where not measured.
     """
 
     name: str
@@ -110,6 +116,8 @@ class Link:
     recorded_launch_us: float | None = None
     recorded_event_us: float | None = None
     cupti_launch_us: float | None = None
+    cupti_event_us: float | None = None
+    digest_gbps: float | None = None
     source: str = ""
 
     def bandwidth_gbps(self, kind: Direction, pinned: bool) -> float:
@@ -134,12 +142,14 @@ class Link:
                 raise ValueError(f"missing key '{key}'")
         if not isinstance(data["name"], str):
             raise TypeError("'name' must be a string")
+        if not isinstance(data.get("source", ""), str):
+            raise TypeError("'source' must be a string")
         for key in known - {"name", "source"}:
             value = data.get(key)
             if value is None:
                 continue
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-                raise ValueError(f"'{key}' must be a non-negative number, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= _MOST:
+                raise ValueError(f"'{key}' must be a number from 0 to {_MOST:g}, got {value!r}")
         for key in ("h2d_pageable_gbps", "d2h_pageable_gbps", "h2d_pinned_gbps", "d2h_pinned_gbps"):
             if data.get(key) is not None and data[key] == 0:
                 raise ValueError(f"'{key}' must be positive")

@@ -96,7 +96,9 @@ def _corrupt(tmp_path: Path, edit) -> Path:  # type: ignore[no-untyped-def]
         (lambda d: d["records"][0].__setitem__(3, -1), "record 0: start_ns, duration_ns and nbytes must be integers"),
         (lambda d: d["sites"][0].pop(), "site 0 must be [file, line, function, text, column]"),
         (lambda d: d.update(columns=["kind"]), "record columns ['kind'] do not match schema 1"),
-        (lambda d: d["meta"]["link"].update(h2d_pageable_gbps=-1), "meta.link: 'h2d_pageable_gbps' must be a non-negative number"),
+        (lambda d: d["meta"]["link"].update(h2d_pageable_gbps=-1), "meta.link: 'h2d_pageable_gbps' must be a number from 0 to 1e+09"),
+        (lambda d: d["meta"]["link"].update(latency_us=1e12), "meta.link: 'latency_us' must be a number from 0 to 1e+09"),
+        (lambda d: d["meta"]["link"].update(source=[[0]]), "meta.link: 'source' must be a string"),
     ],
 )
 def test_malformed_traces_fail_with_one_line_naming_the_file(tmp_path: Path, edit, problem: str) -> None:  # type: ignore[no-untyped-def]

@@ -38,7 +38,7 @@ def assert_replays_itself(run: Run) -> Timeline:
     """Replaying `run` unchanged gives its wall time and every device operation's start and end."""
     tl = Timeline.of(run)
     s = replay(tl)
-    assert s.wall_ns == run.meta.wall_ns == replayed_wall(tl)
+    assert s.wall_ns == run.meta.wall_ns == replayed_wall(tl, recorded=True)
     c = run.columns
     for i in range(len(tl)):
         if tl.role[i] == DEVICE:
@@ -299,16 +299,40 @@ def _with_link(run: Run, **figures: float) -> Run:
     return Run(replace(run.meta, link=Link("calibrated", 8.0, 8.0, **figures)), run.records)
 
 
-def test_the_recordings_own_cost_stays_when_launches_are_fused() -> None:
+def test_fixes_are_priced_on_the_program_without_the_recordings_cost() -> None:
     h = Hand()
     ks = [h.kernel(100 * n, 5) for n in range(10)]  # 95 µs of host work per launch, 30 of them CUPTI's
     run = _with_link(h.run(1_000), cupti_launch_us=30.0, recorded_launch_us=70.0)
     tl = assert_replays_itself(run)
     assert tl.recording == [0, 60 * US] + [30 * US] * 8, "the first launch has no gap: its cost goes to the next"
-    assert replayed_wall(tl, fuse(run, ks)) == (10 * 30 + 95) * US, \
-        "the fused loop still pays every launch's 30 µs of recording (longer than its one 50 µs kernel)"
+    assert replayed_wall(tl) == (1_000 - 10 * 30) * US, "unrecorded, each launch came 70 µs after the last"
+    assert replayed_wall(tl, fuse(run, ks)) == (50 + 95) * US, "one 50 µs kernel, then what the run did after it"
+    assert replayed_wall(tl, fuse(run, ks), recorded=True) == (10 * 30 + 95) * US, \
+        "as recorded, the fused loop still pays every launch's 30 µs of recording"
     bare = h.run(1_000)
     assert Timeline.of(bare).recording == [0] * 10 and replayed_wall(Timeline.of(bare), fuse(bare, ks)) == 145 * US
+
+
+def test_the_recordings_cost_on_the_critical_path_is_not_a_saving() -> None:
+    """A scalar read whose callbacks cost 10 µs while the device idles: dropping its sync saves the rest only."""
+    h = Hand(backend="cupti")
+    for step in range(5):
+        t = 200 * step
+        h.kernel(t, 100)  # the device's work of the step
+        h.copy("d2h", t + 100, 1, nbytes=4, line=13, pinned=False)  # the read: queued behind the kernel, blocking
+        h.sync(t + 20, 81 + 40, line=13)  # entered right after the launch; returns 40 µs after the copy
+    run = _with_link(h.run(1_000), cupti_launch_us=0.0, cupti_event_us=10.0)
+    tl = assert_replays_itself(run)
+    assert tl.queued[1] and tl.gap[1] == 20 * US, \
+        "the read was issued when its call began (the sync's start), not when the copy started after the kernel"
+    syncs = [i for i, r in enumerate(run.records) if r.kind == "sync"]
+    fix = drop_syncs(run, syncs[:-1])
+    # a step took 200 µs; 20 of them were the recording of the read's copy and sync, made when the wait ended
+    # (the exit callbacks), while the device idled; unrecorded and without the sync, the device runs the kernels
+    # back to back
+    assert tl.recording[3] == 20 * US
+    assert replayed_wall(tl) == (1_000 - 4 * 20) * US, "the last read's has no host work after it to be found in"
+    assert saving(tl, fix) == 4 * (200 - 20 - 100) * US
 
 
 def test_offload_cores_recorder_has_its_own_figures_per_launch_and_per_event() -> None:
@@ -316,10 +340,11 @@ def test_offload_cores_recorder_has_its_own_figures_per_launch_and_per_event() -
     up = h.copy("h2d", 10, 5, launch=0)
     k = h.kernel(40, 5, launch=0)
     sync = h.sync(60, 1)
+    later = h.kernel(80, 5, launch=1)
     run = _with_link(h.run(100), recorded_launch_us=4.0, recorded_event_us=2.0, cupti_launch_us=50.0)
     tl = assert_replays_itself(run)
-    assert (tl.recording[up], tl.recording[k], tl.recording[sync]) == (2 * US, 4 * US, 2 * US), \
-        "CUPTI's figure is not offload_core's recorder's"
+    assert (tl.recording[up], tl.recording[k], tl.recording[sync], tl.recording[later]) == (2 * US, 4 * US, 0, 6 * US), \
+        "CUPTI's figure is not offload_core's recorder's; the sync is recorded when it returns: after its wait"
     # the kernel's gap (30 µs after the upload was issued) is its launch's machinery: it goes with the kernel, but
     # for the 4 µs of recording
     assert replayed_wall(tl, Fix("drop", frozenset({k}))) == replayed_wall(tl) - (30 - 4) * US
@@ -399,3 +424,31 @@ def test_odd_traces_replay_themselves(backend: str) -> None:
     for seed in (1, 2, 3):
         run = synthetic_run(3_000, seed=seed)
         assert_replays_itself(Run(replace(run.meta, backend=backend), run.records))
+
+
+def test_a_digested_copys_bytes_cost_the_recording_after_the_copy() -> None:
+    """An upload recorded with a fingerprint: its digest lies in the host's time after it, at the calibrated rate."""
+    h = Hand(backend="cupy")
+    up = h.copy("h2d", 10, 5, nbytes=8_000_000, fingerprint="ab")
+    k = h.kernel(200, 5)
+    plain = h.copy("h2d", 300, 5, nbytes=8_000_000)
+    k2 = h.kernel(500, 5)
+    run = _with_link(h.run(600), recorded_event_us=2.0, digest_gbps=50.0)
+    tl = assert_replays_itself(run)
+    assert tl.recording[up] == 0 and tl.recording[plain] == 2 * US
+    assert tl.recording[k] == (2 + 160) * US, "the event, and 8 MB digested at 50 GB/s, after the copy"
+    assert tl.recording[k2] == 0, "no digest of a copy recorded without a fingerprint"
+    assert replayed_wall(tl) == replayed_wall(tl, recorded=True) - (2 + 160 + 2) * US
+
+
+def test_an_asynchronous_downloads_digest_lies_after_the_sync_that_makes_its_bytes_final() -> None:
+    """`.item()` in PyTorch: a pinned download, then a sync; the tracer digests the bytes when the sync returns."""
+    h = Hand(backend="cupti")
+    h.kernel(0, 100)
+    down = h.copy("d2h", 100, 1, nbytes=4, fingerprint="ab")  # pinned: the host does not wait for it
+    wait = h.sync(20, 100)
+    after = h.kernel(150, 10)
+    run = _with_link(h.run(200), cupti_launch_us=0.0, cupti_event_us=5.0)
+    tl = assert_replays_itself(run)
+    assert tl.recording[wait] == 0, "neither the copy's nor the sync's cost lies before the sync returns"
+    assert tl.recording[after] == 10 * US and tl.recording[down] == 0

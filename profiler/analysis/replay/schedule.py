@@ -8,14 +8,16 @@ until the streams it waits for are done; the end of the run waits for
 the device. A dropped record costs nothing but the host's own work
 before it (the replay cannot tell a program's work from the cost of
 preparing the dropped operation, so that part of a saving is left out);
-its successors on the stream then follow its predecessor. A fix never
-takes away the recording's own cost (`Timeline.recording`): both replays
-keep it, so it cancels out of the saving.
+its successors on the stream then follow its predecessor.
 
-The saving of a fix is `replayed(original) - replayed(fixed)`: both
-replays make the same assumptions, so what the assumptions get wrong
-mostly cancels, and replaying the original gives back the run's own wall
-time (the inference is built that way).
+The saving of a fix is `replayed_wall(original) - replayed_wall(fixed)`,
+both replayed without the recording's own cost (`Timeline.recording`):
+what the unrecorded program would save. Both replays make the same
+assumptions, so what the assumptions get wrong mostly cancels. `replay`
+keeps the recording's cost, so that replaying the original gives back
+the run's own wall time and every device operation's start (the
+inference is built that way); `replayed_wall(t, recorded=True)` is its
+wall time.
 """
 
 from __future__ import annotations
@@ -76,25 +78,25 @@ class Schedule:
     end: list[int]
 
 
-def replayed_wall(timeline: Timeline, fix: Fix = NO_FIX) -> int:
-    """The wall time of the program with `fix` applied."""
-    return _replay(timeline, fix, None, None)
+def replayed_wall(timeline: Timeline, fix: Fix = NO_FIX, *, recorded: bool = False) -> int:
+    """The wall time of the program with `fix` applied, unrecorded (or as recorded: the recording's cost kept)."""
+    return _replay(timeline, fix, None, None, recorded)
 
 
 def replay(timeline: Timeline, fix: Fix = NO_FIX) -> Schedule:
-    """The whole schedule of the program with `fix` applied."""
+    """The whole schedule of the program with `fix` applied, the recording's own cost kept (the trace's time base)."""
     n = len(timeline)
     start, end = [0] * n, [0] * n
-    wall = _replay(timeline, fix, start, end)
+    wall = _replay(timeline, fix, start, end, True)
     return Schedule(wall, start, end)
 
 
 def saving(timeline: Timeline, fix: Fix) -> int:
-    """Wall time the fix saves: replayed(original) - replayed(fixed); negative if it would cost."""
+    """Wall time the fix saves the unrecorded program: replayed(original) - replayed(fixed); negative if it costs."""
     return replayed_wall(timeline) - replayed_wall(timeline, fix)
 
 
-def _replay(t: Timeline, fix: Fix, starts: list[int] | None, ends: list[int] | None) -> int:
+def _replay(t: Timeline, fix: Fix, starts: list[int] | None, ends: list[int] | None, recorded: bool) -> int:
     role, duration, gap, offset = t.role, t.duration, t.gap, t.offset
     device_gap, lane, stream, blocking = t.device_gap, t.lane, t.stream, t.blocking
     waits, cost, joined, recording = t.waits, t.cost, t.joined, t.recording
@@ -104,12 +106,11 @@ def _replay(t: Timeline, fix: Fix, starts: list[int] | None, ends: list[int] | N
     f = 0
     for i in range(len(role)):
         r = role[i]
+        own = gap[i] - recording[i]  # the program's own host work before the record
         if not joined[i] or i not in drop:
             cut = host_cut.get(i, 0) if host_cut else 0
-            if cut:  # the recording's own cost stays: the unrecorded program never paid it
-                cut = min(cut, gap[i] - recording[i])
-            f += gap[i] - cut if gap[i] > cut else 0
-        else:
+            f += own - cut if own > cut else 0
+        if recorded:  # the recording's cost, which no fix takes away
             f += recording[i]
         if i in drop:
             if starts is not None and ends is not None:

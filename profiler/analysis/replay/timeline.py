@@ -50,15 +50,20 @@ lists the assumptions:
 * **The recording's own cost.** Recording a launch or an event costs the
   host time an unrecorded program does not spend: offload_core's
   recorder finds the call site, times the launch and delivers the event;
-  CUPTI's kernel records cost the driver time in every launch. Where the
-  run's link profile says how much (`offload-prof calibrate` measures
-  `recorded_launch_us`, `recorded_event_us` and `cupti_launch_us`), that
-  much of the host's time before each record is the recording's
-  (`recording`; what a record's own gap cannot hold is charged to the
-  next ones) and no fix takes it away, so a saving is what the program
-  would save unrecorded. Without the figures nothing is set aside, and a
-  fix that removes many launches of a host-bound loop is over-priced by
-  the recording's cost of each.
+  CUPTI's kernel records cost the driver time in every launch, and its
+  callbacks on copies and syncs cost Python time in every such call.
+  Digesting a copy's bytes for its fingerprint costs time in proportion
+  to them. Where the run's link profile says how much (`offload-prof
+  calibrate` measures `recorded_launch_us`, `recorded_event_us`,
+  `cupti_launch_us`, `cupti_event_us` and `digest_gbps`), that much of
+  the host's time around each record is the recording's (`recording`:
+  before a record, or after one that held the host or was digested; what
+  a gap cannot hold is charged to the next ones). A fix is priced on the program without it
+  (`schedule.replayed_wall`): the saving is what the unrecorded program
+  would save, whether the recording's cost lay on the critical path (a
+  scalar read's callbacks while the device idles) or not. Without the
+  figures nothing is set aside, and a fix that removes many launches of a
+  host-bound loop is over-priced by the recording's cost of each.
 
 The parameters are chosen so that replaying the unchanged program gives
 back every device operation's start and the run's wall time exactly; the
@@ -137,7 +142,7 @@ class Timeline:
     queued: list[bool]
     #: records of the same launch as the record before them: their `gap` is that launch's machinery
     joined: list[bool]
-    #: the part of each `gap` that is the recording's own cost: no fix removes it (see the module docstring)
+    #: the part of each `gap` that is the recording's own cost, which fixes are priced without (module docstring)
     recording: list[int]
 
     def __len__(self) -> int:
@@ -160,7 +165,7 @@ class Timeline:
         host_run = run.meta.backend in HOST_EXECUTED
         blocking = (np.ones(n, dtype=bool) if host_run else ~np.isin(c.kind, _ASYNC) & ~c.pinned).tolist()
         return _infer(roles, engines, starts, durations, blocking, run.meta.wall_ns, _joined(run).tolist(),
-                      recording_costs(run).tolist())
+                      recording_costs(run).tolist(), (c.fingerprint >= 0).tolist())
 
 
 def recording_costs(run: Run) -> np.ndarray:
@@ -172,12 +177,16 @@ def recording_costs(run: Run) -> np.ndarray:
         return costs
     cupti = run.meta.backend == "cupti"
     launch_us = link.cupti_launch_us if cupti else link.recorded_launch_us
-    event_us = None if cupti else link.recorded_event_us
+    event_us = link.cupti_event_us if cupti else link.recorded_event_us
     launches = c.kind == KINDS.index("launch")
     if launch_us:
         costs[launches] = int(launch_us * 1e3)
-    if event_us:
-        costs[~launches] = int(event_us * 1e3)
+    if event_us:  # torch.distributed's calls come from offload_core's bus, not from CUPTI's callbacks
+        others = ~launches & (c.kind != KINDS.index("collective")) if cupti else ~launches
+        costs[others] = int(event_us * 1e3)
+    if link.digest_gbps:
+        digested = c.fingerprint >= 0
+        costs[digested] += (c.nbytes[digested] / link.digest_gbps).astype(np.int64)
     return costs
 
 
@@ -206,7 +215,7 @@ def _joined(run: Run) -> np.ndarray:
 
 
 def _infer(roles: list[int], engines: list[int], starts: list[int], durations: list[int], blocking: list[bool],
-           wall_ns: int, joined: list[bool], costs: list[int]) -> Timeline:
+           wall_ns: int, joined: list[bool], costs: list[int], digested: list[bool]) -> Timeline:
     n = len(roles)
     gap, offset, device_gap = [0] * n, [0] * n, [0] * n
     lane, stream = [-1] * n, [-1] * n
@@ -219,6 +228,7 @@ def _infer(roles: list[int], engines: list[int], starts: list[int], durations: l
     engine_lanes: list[list[int]] = [[] for _ in ENGINES]
     stream_end: list[int] = []
     all_streams: list[int] = []
+    issued_by = _issued_by(roles, starts)
     f = 0  # where the host is
     for i in range(n):
         role, s, d = roles[i], starts[i], durations[i]
@@ -247,15 +257,19 @@ def _infer(roles: list[int], engines: list[int], starts: list[int], durations: l
                 stream_end.append(NEVER)
                 all_streams.append(st)
             ready = lane_end[ln] if lane_end[ln] > stream_end[st] else stream_end[st]
-            if s - ready > IDLE_NS:  # the device was idle: issued when it started
-                if s >= f:
-                    gap[i] = s - f
-                    f = s
-                else:
-                    offset[i] = s - f
-            else:  # queued behind earlier work: issued no later than the host was
+            latest = issued_by[i]
+            if s - ready > IDLE_NS and latest > ready:  # the device was idle: issued when it started (or by `latest`)
+                issue = s if s < latest else latest
+                if issue >= f:
+                    gap[i] = issue - f
+                    f = issue
+                offset[i] = s - f
+            else:  # queued behind earlier work (or issued before that work ended): issued no later than the host was
                 queued[i] = True
                 device_gap[i] = s - ready
+                if blocking[i] and f < latest < s + d:  # the host entered the call at `latest` and waited in it
+                    gap[i] = latest - f
+                    f = latest
                 offset[i] = s - f if s < f else 0
             end = s + d
             lane_end[ln] = stream_end[st] = end
@@ -264,23 +278,67 @@ def _infer(roles: list[int], engines: list[int], starts: list[int], durations: l
         host_after[i] = f
     device_done = max(stream_end, default=f)
     end_cost = wall_ns - (device_done if device_done > f else f)
-    return Timeline(roles, list(durations), gap, offset, device_gap, lane, stream,
-                    [bool(b) and r == DEVICE for b, r in zip(blocking, roles)], waits, cost, end_cost,
+    holds = [bool(b) and r == DEVICE for b, r in zip(blocking, roles)]
+    when = [_AFTER if h or r == WAIT else (_AFTER_WAIT if e == ENGINES["d2h"] else _AFTER) if d else _BEFORE
+            for h, r, d, e in zip(holds, roles, digested, engines)]
+    return Timeline(roles, list(durations), gap, offset, device_gap, lane, stream, holds, waits, cost, end_cost,
                     tuple(lane_engine), len(stream_end), wall_ns, host_after, queued, joined,
-                    _set_aside(gap, costs))
+                    _set_aside(gap, costs, when, roles))
 
 
-def _set_aside(gap: list[int], costs: list[int]) -> list[int]:
-    """The recording's cost within each gap: a record's own cost, and what earlier gaps could not hold."""
+def _issued_by(roles: list[int], starts: list[int]) -> list[int]:
+    """Per record, the latest host time by which it was issued: the earliest start of a host-side record after it.
+
+    Records are in issue order, so the host issued a device operation
+    before it reached any host-side record that follows it (a sync, an
+    allocation), whose start is a host time. A CUPTI trace thus shows that
+    a scalar read's download was issued when its call began (the sync
+    that spans the call starts then), although the copy started on the
+    device later, after the kernels before it: without the bound, the
+    host's wait for those kernels would be taken for host work.
+    `-NEVER` where no host-side record follows.
+    """
+    out = [-NEVER] * len(roles)
+    latest = -NEVER
+    for i in range(len(roles) - 1, -1, -1):
+        out[i] = latest
+        if roles[i] in (HOST, WAIT) and starts[i] < latest:
+            latest = starts[i]
+    return out
+
+
+#: where a record's recording cost lies (`_set_aside`)
+_BEFORE, _AFTER, _AFTER_WAIT = 0, 1, 2
+
+
+def _set_aside(gap: list[int], costs: list[int], when: list[int], roles: list[int]) -> list[int]:
+    """The recording's cost within each gap: what records cost that earlier gaps could not hold.
+
+    A record's cost lies in its own gap (`_BEFORE`: its call was made
+    there); a record that held the host (a sync, a blocking copy) is
+    recorded when the wait ends (the call's exit callback, the event's
+    delivery), and a copy's bytes are digested once it is made, so their
+    cost lies in the gaps after them (`_AFTER`), where the device may be
+    idle; an asynchronous download's bytes are final, and digested, only
+    when the next sync returns (`_AFTER_WAIT`).
+    """
     out = [0] * len(gap)
-    owed = 0
+    owed = waiting = 0
     for i, g in enumerate(gap):
-        owed += costs[i]
+        if when[i] == _BEFORE:
+            owed += costs[i]
         if owed and g:
             take = owed if owed < g else g
             out[i] = take
             owed -= take
-    return out
+        if when[i] == _AFTER:
+            owed += costs[i]
+        elif when[i] == _AFTER_WAIT:
+            waiting += costs[i]
+        if roles[i] == WAIT and waiting:
+            owed += waiting
+            waiting = 0
+    return out  # what is still owed or waiting at the end has no host time after it to lie in
 
 
 def _pick(ends: list[int], start: int, candidates: list[int]) -> int:

@@ -21,6 +21,7 @@ import ctypes
 import ctypes.util
 import importlib
 import sys
+from importlib import metadata
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Callable
@@ -115,3 +116,24 @@ def require() -> tuple[ModuleType, Driver]:
         raise ProfilerError("--source cupti needs " + "; and ".join(problems))
     assert module is not None
     return module, driver
+
+
+def version_mismatch(version: Callable[[str], str] = metadata.version) -> str:
+    """What to do when cupti-python and the pip-installed libcupti (nvidia-cuda-cupti) are different releases.
+
+    cupti-python decodes activity records with the structure layouts of
+    its own CUPTI release; an older libcupti writes shorter records, which
+    cannot be read. "" when both are installed as the same major.minor
+    release, or when either is not a pip distribution (a toolkit's
+    libcupti), where nothing can be said.
+    """
+    try:
+        python_side, library = version("cupti-python"), version("nvidia-cuda-cupti")
+    except metadata.PackageNotFoundError:
+        return ""
+    if python_side.split(".")[:2] == library.split(".")[:2]:
+        return ""
+    major_minor = ".".join(library.split(".")[:2])
+    return (f"cupti-python {python_side} reads the records of CUPTI {'.'.join(python_side.split('.')[:2])}, but "
+            f"libcupti is nvidia-cuda-cupti {library}: pip install 'cupti-python=={major_minor}.*' (or upgrade "
+            "nvidia-cuda-cupti to match)")

@@ -35,11 +35,12 @@ keeps the first message, and the recorder reports it after the run.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import sys
 import threading
 from types import ModuleType
 from typing import Any, Callable
+
+from offload_core.borrows import fingerprint_bytes
 
 from ...errors import ProfilerError
 from . import activity as act
@@ -48,6 +49,7 @@ from .buffers import CStrings, Pool, record_dtypes, records_of
 from .frames import FrameFilter
 from .listeners import LISTENERS
 from .native import CallbackLayout, Native, unsubscribe_reporting
+from .probe import version_mismatch
 from .sampling import PER_WINDOW, PERIOD_S, LaunchSampler, LaunchSites
 
 _ACTIVE: Tracer | None = None
@@ -56,24 +58,14 @@ _POOL = Pool()
 _LOCK = threading.Lock()
 
 
-try:  # XXH3 reads at memory speed; blake2b (offload_core's digest) managed 0.3-1 GB/s on the H200 machine
-    from xxhash import xxh3_64_hexdigest as _xxh3
-except ImportError:  # pragma: no cover - the cupti extra installs xxhash
-    _xxh3 = None
-
-
 def digest(address: int, nbytes: int) -> str:
-    """A content fingerprint (16 hex digits) of host memory at `address`: XXH3-64 with xxhash, else blake2b.
+    """A content fingerprint (16 hex digits) of host memory at `address`, as offload_core's recorder takes one.
 
-    Fingerprints are compared within one trace only (the same buffer's
-    previous upload), so the choice of digest need only be the same for
-    the whole recording. A 256 MiB copy took 0.8 s to digest with blake2b
-    on the H200 machine, 160 times the copy itself.
+    XXH3-64 with xxhash, else blake2b (`offload_core.borrows.fingerprint_bytes`):
+    a 256 MiB copy took 0.8 s to digest with blake2b on the H200 machine,
+    160 times the copy itself.
     """
-    data = (ctypes.c_char * nbytes).from_address(address)
-    if _xxh3 is not None:
-        return _xxh3(data)
-    return hashlib.blake2b(data, digest_size=8).hexdigest()
+    return fingerprint_bytes((ctypes.c_char * nbytes).from_address(address))
 
 
 def _buffer_requested(buffer: Any, size: Any, max_records: Any) -> None:
@@ -276,7 +268,8 @@ class Tracer:
             dtypes = {kind: dt for kind, dt in record_dtypes(self.cupti).items() if kind in readers}
             by_kind = records_of(filled, self.native.records, dtypes)
         except Exception as exc:
-            self.error("reading activity records", exc)
+            hint = version_mismatch() if isinstance(exc, ValueError) else ""
+            self.error("reading activity records", ValueError(f"{exc}; {hint}") if hint else exc)
             by_kind = {}
         finally:
             for buf, _ in filled:

@@ -74,3 +74,21 @@ def test_the_default_source_is_unchanged(tmp_path: Path) -> None:
     script(tmp_path, "app.py", TARGET)
     proc = prof("run", "-o", "t.json", "--", "app.py", cwd=tmp_path)
     assert proc.returncode == 0 and (tmp_path / "ran").exists() and "backend numpy" in proc.stderr
+
+
+def test_an_empty_trace_whose_records_could_not_be_read_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    """Records CUPTI wrote but cupti-python could not read are not 'the target made no CUDA call'."""
+    from profiler.commands.run import _report
+    from profiler.model import Run
+    from profiler.sources.runner import Ending
+    from profiler.trace.records import Meta
+
+    run = Run(Meta(backend="cupti", device="gpu", mode="batched", started_at="2026-12-04T00:00:00+00:00", wall_ns=1),
+              ())
+    unread = ["warning: reading activity records: ValueError: CUPTI wrote 216-byte records of activity kind 10"]
+    _report(Path("t.json"), run, Ending("ok", 0), unread, [], True)
+    err = capsys.readouterr().err
+    assert "offload-prof: warning: the trace holds no records: CUPTI's could not be read (above)" in err
+    assert "the target made no CUDA copy" not in err
+    _report(Path("t.json"), run, Ending("ok", 0), [], [], True)
+    assert "warning: nothing was recorded: the target made no CUDA copy, kernel or sync" in capsys.readouterr().err

@@ -216,3 +216,16 @@ def test_a_python_child_records_its_own_cupti_part_and_a_fork_is_listed(tmp_path
     assert len(ups) == 3 and {r.process for r in ups} == {1}
     assert [r.process for r in at(run, p, "target upload", "h2d") + at(run, p, "target upload again", "h2d")] == [0, 0]
     assert all(0 <= r.start_ns <= run.meta.wall_ns for r in run.records), "the child's times on the target's clock"
+
+
+def test_calibrate_measures_what_cupti_costs_per_launch_and_per_scalar_read(tmp_path: Path) -> None:
+    """Both CUPTI figures are measured in one CUPTI session and saved with the link profile, and shown."""
+    import yaml
+
+    home = tmp_path / "home"
+    proc = prof("calibrate", "--backend", "cupy", "--size", "1MiB", "--repeats", "2", cwd=tmp_path,
+                OFFLOAD_PROF_HOME=str(home), OFFLOAD_BACKEND="cupy", timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    data = yaml.safe_load((home / "links" / "local-cupy.yaml").read_text())
+    assert data["cupti_launch_us"] >= 0 and data["cupti_event_us"] > 0, "a read's callbacks cost something"
+    assert "CUPTI, per other call" in proc.stdout

@@ -91,3 +91,22 @@ def test_require_names_everything_missing_in_one_line(monkeypatch: pytest.Monkey
     monkeypatch.setattr(probe, "load_driver", lambda: FakeDriver(init=100))
     with pytest.raises(ProfilerError, match=r"^--source cupti needs an NVIDIA GPU: the NVIDIA driver reports no CUDA"):
         probe.require()
+
+
+def _versions(table: dict[str, str]):  # type: ignore[no-untyped-def]
+    def version(name: str) -> str:
+        if name not in table:
+            raise probe.metadata.PackageNotFoundError(name)
+        return table[name]
+    return version
+
+
+def test_a_cupti_python_newer_than_libcupti_is_named_with_the_release_to_install() -> None:
+    said = probe.version_mismatch(_versions({"cupti-python": "13.4.0", "nvidia-cuda-cupti": "13.0.85"}))
+    assert said == ("cupti-python 13.4.0 reads the records of CUPTI 13.4, but libcupti is nvidia-cuda-cupti 13.0.85: "
+                    "pip install 'cupti-python==13.0.*' (or upgrade nvidia-cuda-cupti to match)")
+
+
+def test_matching_releases_or_a_toolkit_libcupti_say_nothing() -> None:
+    assert probe.version_mismatch(_versions({"cupti-python": "13.0.1", "nvidia-cuda-cupti": "13.0.85"})) == ""
+    assert probe.version_mismatch(_versions({"cupti-python": "13.4.0"})) == ""  # libcupti from the CUDA toolkit

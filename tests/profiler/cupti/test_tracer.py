@@ -16,6 +16,7 @@ import time
 import numpy as np
 import pytest
 
+from offload_core import borrows
 from profiler.errors import ProfilerError
 from profiler.sources.cupti import tracer as tracer_module
 from profiler.sources.cupti.convert import convert
@@ -30,7 +31,7 @@ HERE = os.path.abspath(__file__)
 
 def blake(a: np.ndarray) -> str:
     """The tracer's fingerprint of an array's bytes, computed independently of it."""
-    if tracer_module._xxh3 is not None:
+    if borrows._xxh3_64 is not None:
         import xxhash
 
         return xxhash.xxh3_64_hexdigest(a.tobytes())
@@ -196,7 +197,7 @@ def test_start_failure_is_one_line_and_leaves_nothing_enabled(fake) -> None:  # 
 
 def test_digest_without_xxhash_is_blake2b(monkeypatch: pytest.MonkeyPatch) -> None:
     x = np.arange(100, dtype=np.float32)
-    monkeypatch.setattr(tracer_module, "_xxh3", None)
+    monkeypatch.setattr(borrows, "_xxh3_64", None)
     assert tracer_module.digest(x.ctypes.data, x.nbytes) == hashlib.blake2b(x.view(np.uint8), digest_size=8).hexdigest()
 
 
