@@ -452,3 +452,16 @@ def test_an_asynchronous_downloads_digest_lies_after_the_sync_that_makes_its_byt
     tl = assert_replays_itself(run)
     assert tl.recording[wait] == 0, "neither the copy's nor the sync's cost lies before the sync returns"
     assert tl.recording[after] == 10 * US and tl.recording[down] == 0
+
+
+def test_another_processs_sync_does_not_bound_when_a_copy_was_issued() -> None:
+    """A merged run's records are in order of time across processes, not in one process's issue order."""
+    def run(sync_process: int) -> Run:
+        h = Hand(backend="cupti")
+        h.kernel(0, 100)
+        h.copy("d2h", 100, 1, nbytes=4, pinned=False)  # queued behind the kernel, holds the host
+        h.add("sync", 20, 90, 13, process=sync_process)
+        return h.run(200)
+
+    assert Timeline.of(run(0)).gap[1] == 20 * US, "its own process's sync: the read's call began at 20 µs"
+    assert Timeline.of(run(1)).gap[1] == 0, "a sync of another process says nothing about this one's host"

@@ -165,7 +165,7 @@ class Timeline:
         host_run = run.meta.backend in HOST_EXECUTED
         blocking = (np.ones(n, dtype=bool) if host_run else ~np.isin(c.kind, _ASYNC) & ~c.pinned).tolist()
         return _infer(roles, engines, starts, durations, blocking, run.meta.wall_ns, _joined(run).tolist(),
-                      recording_costs(run).tolist(), (c.fingerprint >= 0).tolist())
+                      recording_costs(run).tolist(), (c.fingerprint >= 0).tolist(), c.process.tolist())
 
 
 def recording_costs(run: Run) -> np.ndarray:
@@ -215,7 +215,7 @@ def _joined(run: Run) -> np.ndarray:
 
 
 def _infer(roles: list[int], engines: list[int], starts: list[int], durations: list[int], blocking: list[bool],
-           wall_ns: int, joined: list[bool], costs: list[int], digested: list[bool]) -> Timeline:
+           wall_ns: int, joined: list[bool], costs: list[int], digested: list[bool], processes: list[int]) -> Timeline:
     n = len(roles)
     gap, offset, device_gap = [0] * n, [0] * n, [0] * n
     lane, stream = [-1] * n, [-1] * n
@@ -228,7 +228,7 @@ def _infer(roles: list[int], engines: list[int], starts: list[int], durations: l
     engine_lanes: list[list[int]] = [[] for _ in ENGINES]
     stream_end: list[int] = []
     all_streams: list[int] = []
-    issued_by = _issued_by(roles, starts)
+    issued_by = _issued_by(roles, starts, processes)
     f = 0  # where the host is
     for i in range(n):
         role, s, d = roles[i], starts[i], durations[i]
@@ -286,7 +286,7 @@ def _infer(roles: list[int], engines: list[int], starts: list[int], durations: l
                     _set_aside(gap, costs, when, roles))
 
 
-def _issued_by(roles: list[int], starts: list[int]) -> list[int]:
+def _issued_by(roles: list[int], starts: list[int], processes: list[int]) -> list[int]:
     """Per record, the latest host time by which it was issued: the earliest start of a host-side record after it.
 
     Records are in issue order, so the host issued a device operation
@@ -296,14 +296,18 @@ def _issued_by(roles: list[int], starts: list[int]) -> list[int]:
     that spans the call starts then), although the copy started on the
     device later, after the kernels before it: without the bound, the
     host's wait for those kernels would be taken for host work.
-    `-NEVER` where no host-side record follows.
+    `-NEVER` where no host-side record follows. Only records of the same
+    process count: another process's records are in order of time, not of
+    this process's issue.
     """
     out = [-NEVER] * len(roles)
-    latest = -NEVER
+    latest: dict[int, int] = {}
     for i in range(len(roles) - 1, -1, -1):
-        out[i] = latest
-        if roles[i] in (HOST, WAIT) and starts[i] < latest:
-            latest = starts[i]
+        process = processes[i]
+        bound = latest.get(process, -NEVER)
+        out[i] = bound
+        if roles[i] in (HOST, WAIT) and starts[i] < bound:
+            latest[process] = starts[i]
     return out
 
 
