@@ -204,9 +204,8 @@ def _cupti_extra_us(launches: int, be: Backend, progress: Callable[[str], None])
 
     The other calls are scalar reads (an 8-byte download and a sync, as
     `.item()` or `float()` make one, through the backend): their copy and
-    sync callbacks, with fingerprints
-    as `offload-prof run` takes them, divided among the records each read
-    leaves.
+    sync callbacks, with fingerprints as `offload-prof run` takes them,
+    divided among the records each read leaves.
     """
     from ..errors import ProfilerError
     from .cupti import CuptiRecorder
@@ -227,25 +226,27 @@ def _cupti_extra_us(launches: int, be: Backend, progress: Callable[[str], None])
             read()
         return (time.perf_counter_ns() - start) / reads / 1e3
 
-    with region(In(x)):
-        launch = lambda: offload(_noop, x)  # noqa: E731
-        launch()
-        read()
-        plain = [_per_launch_us(launch, block, be) for _ in range(_BLOCKS)]
-        plain_reads = [per_read_us() for _ in range(_BLOCKS)]
-        try:
-            recorder = CuptiRecorder(fingerprints=True).start()
-        except ProfilerError as exc:
-            progress(f"not measuring CUPTI's cost: {exc}")
-            return None, None
-        try:
-            recorded = [_per_launch_us(launch, block, be) for _ in range(_BLOCKS)]
-            recorded_reads = [per_read_us() for _ in range(_BLOCKS)]
-        finally:
-            recorder.stop()
-        plain += [_per_launch_us(launch, block, be) for _ in range(_BLOCKS)]
-        plain_reads += [per_read_us() for _ in range(_BLOCKS)]
-    be.free(scalar)
+    try:
+        with region(In(x)):
+            launch = lambda: offload(_noop, x)  # noqa: E731
+            launch()
+            read()
+            plain = [_per_launch_us(launch, block, be) for _ in range(_BLOCKS)]
+            plain_reads = [per_read_us() for _ in range(_BLOCKS)]
+            try:
+                recorder = CuptiRecorder(fingerprints=True).start()
+            except ProfilerError as exc:
+                progress(f"not measuring CUPTI's cost: {exc}")
+                return None, None
+            try:
+                recorded = [_per_launch_us(launch, block, be) for _ in range(_BLOCKS)]
+                recorded_reads = [per_read_us() for _ in range(_BLOCKS)]
+            finally:
+                recorder.stop()
+            plain += [_per_launch_us(launch, block, be) for _ in range(_BLOCKS)]
+            plain_reads += [per_read_us() for _ in range(_BLOCKS)]
+    finally:
+        be.free(scalar)
     per_launch = max(statistics.median(recorded) - statistics.median(plain), 0.0)
     records = sum(1 for r in recorder.run().records if r.kind != "launch") / (reads * _BLOCKS)
     if records < 1:

@@ -58,12 +58,13 @@ lists the assumptions:
   `cupti_launch_us`, `cupti_event_us` and `digest_gbps`), that much of
   the host's time around each record is the recording's (`recording`:
   before a record, or after one that held the host or was digested; what
-  a gap cannot hold is charged to the next ones). A fix is priced on the program without it
-  (`schedule.replayed_wall`): the saving is what the unrecorded program
-  would save, whether the recording's cost lay on the critical path (a
-  scalar read's callbacks while the device idles) or not. Without the
-  figures nothing is set aside, and a fix that removes many launches of a
-  host-bound loop is over-priced by the recording's cost of each.
+  a gap cannot hold is charged to the next ones). A fix is priced on the
+  program without it (`schedule.replayed_wall`): the saving is what the
+  unrecorded program would save, whether the recording's cost lay on the
+  critical path (a scalar read's callbacks while the device idles) or
+  not. Without the figures nothing is set aside, and a fix that removes
+  many launches of a host-bound loop is over-priced by the recording's
+  cost of each.
 
 The parameters are chosen so that replaying the unchanged program gives
 back every device operation's start and the run's wall time exactly; the
@@ -279,8 +280,7 @@ def _infer(roles: list[int], engines: list[int], starts: list[int], durations: l
     device_done = max(stream_end, default=f)
     end_cost = wall_ns - (device_done if device_done > f else f)
     holds = [bool(b) and r == DEVICE for b, r in zip(blocking, roles)]
-    when = [_AFTER if h or r == WAIT else (_AFTER_WAIT if e == ENGINES["d2h"] else _AFTER) if d else _BEFORE
-            for h, r, d, e in zip(holds, roles, digested, engines)]
+    when = [_placement(h or r == WAIT, d, e) for h, r, d, e in zip(holds, roles, digested, engines)]
     return Timeline(roles, list(durations), gap, offset, device_gap, lane, stream, holds, waits, cost, end_cost,
                     tuple(lane_engine), len(stream_end), wall_ns, host_after, queued, joined,
                     _set_aside(gap, costs, when, roles))
@@ -313,6 +313,15 @@ def _issued_by(roles: list[int], starts: list[int], processes: list[int]) -> lis
 
 #: where a record's recording cost lies (`_set_aside`)
 _BEFORE, _AFTER, _AFTER_WAIT = 0, 1, 2
+
+
+def _placement(held: bool, digested: bool, engine: int) -> int:
+    """Where a record's recording cost lies (see `_set_aside`)."""
+    if held:
+        return _AFTER
+    if digested:
+        return _AFTER_WAIT if engine == ENGINES["d2h"] else _AFTER
+    return _BEFORE
 
 
 def _set_aside(gap: list[int], costs: list[int], when: list[int], roles: list[int]) -> list[int]:
