@@ -90,8 +90,17 @@ class Verdict:
 
     @property
     def launch_interval_ns(self) -> int | None:
-        """Wall time per launch: how fast work was issued on average."""
-        return self.wall_ns // self.launches if self.launches else None
+        """Wall time per launch between the first and the last device operation: how fast work was issued.
+
+        The start-up before the first operation (imports, reading the data)
+        and the time after the last are left out: a training loop that
+        launches every 19 µs after 3 s of start-up issues at that rate,
+        not at the wall time's.
+        """
+        if not self.launches:
+            return None
+        ends = sum(c.ns for c in self.causes if c.reason in ("start-up", "end"))
+        return max(self.wall_ns - ends, 0) // self.launches
 
     def _pct(self, ns: int) -> str:
         return f"{100 * self.share(ns):.0f}%"
@@ -108,11 +117,14 @@ class Verdict:
         wanted = ("wait",) if self.kind == "sync-bound" else ("host", "start-up", "end")
         top = next((c for c in self.causes if c.reason in wanted), None)
         most = "" if top is None else "; most " + cause_text(top, cwd, where)
+        if top is not None and top.site is None:  # start-up or the end: name the largest line too, what a fix targets
+            line = next((c for c in self.causes if c.reason in wanted and c.site is not None), None)
+            most += "" if line is None else ", then " + cause_text(line, cwd, where)
         if self.kind == "sync-bound":
             return (f"the device sat idle {self._pct(self.wait_idle_ns)} of the wall time after the host waited for it "
                     f"({self.syncs:,} syncs){most}")
         rate = "" if not self.launches else (
-            f"; {self.launches:,} launches, one per {fmt_ns(self.launch_interval_ns)}, "
+            f"; {self.launches:,} launches, one per {fmt_ns(self.launch_interval_ns)} of device activity, "
             f"kernels {fmt_ns(self.mean_kernel_ns)} on average")
         return f"the device sat idle {self._pct(self.host_idle_ns)} of the wall time while the host worked{rate}{most}"
 
