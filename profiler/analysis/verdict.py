@@ -43,6 +43,8 @@ Kind = Literal["host-bound", "device-bound", "transfer-bound", "sync-bound"]
 IdleReason = Literal["wait", "host", "start-up", "end"]
 #: a gap that starts this soon after a wait ended still counts as the wait's
 WAIT_SLACK_NS: Final = 2_000
+#: a host-bound run launching at least this often is bound by the launch rate (CUDA's launch alone costs 2-7 µs)
+LAUNCH_BOUND_NS: Final = 50_000
 #: how many lines behind idle time a verdict keeps
 TOP_CAUSES: Final = 5
 
@@ -127,6 +129,30 @@ class Verdict:
             f"; {self.launches:,} launches, one per {fmt_ns(self.launch_interval_ns)} of device activity, "
             f"kernels {fmt_ns(self.mean_kernel_ns)} on average")
         return f"the device sat idle {self._pct(self.host_idle_ns)} of the wall time while the host worked{rate}{most}"
+
+    def remedy(self) -> str:
+        """What kind of change can shorten this run, in one sentence: the verdict's consequence for the user.
+
+        A host-bound run that launches every few tens of µs is bound by the
+        launch rate (the fix is fewer, larger launches); one with longer gaps
+        by the host's own work between device operations.
+        """
+        if self.kind == "device-bound":
+            return ("the kernels are the limit: copy and sync fixes save little here; faster, fused or fewer kernels "
+                    "(less work, lower precision) do")
+        if self.kind == "transfer-bound":
+            return ("copy less or hide the copies: keep arrays on the device between launches, page-lock buffers "
+                    "copied every step, overlap copies with kernels on another stream")
+        if self.kind == "sync-bound":
+            return ("wait less: keep the values the host reads on the device and read them every N steps or after "
+                    "the loop, so that launches can queue")
+        interval = self.launch_interval_ns
+        if interval is not None and interval <= LAUNCH_BOUND_NS:
+            return ("issue fewer, larger launches: fuse kernels (torch.compile, cupy.fuse, a CUDA graph of the step) "
+                    "or give each more work (larger batches); copy and sync fixes save little while the host "
+                    "cannot launch faster")
+        return ("the host's own work between device operations is the limit: overlap it with the device "
+                "(prefetch the next batch, DataLoader workers) or take it out of the loop, at the lines named")
 
     def short(self) -> str:
         """`host-bound (idle 87%)`: the verdict and its deciding figure, for a headline."""

@@ -80,6 +80,17 @@ def header_lines(run: Run, path: str) -> list[str]:
     ]
 
 
+#: sources that record any program's CUDA or HIP calls: their programs have no offload_core regions unless they say so
+FOREIGN_SOURCES = frozenset({"cupti", "rocprof"})
+
+
+def regions_text(run: Run, regions: int) -> str:
+    """` in 2 region(s)`; nothing for a CUPTI or rocprof trace without regions (a PyTorch program has none to have)."""
+    if not regions and run.meta.backend in FOREIGN_SOURCES:
+        return ""
+    return f" in {regions} region(s)"
+
+
 def link_note(link: Link | None, run: Run) -> list[str]:
     if link is None:
         return []
@@ -174,7 +185,8 @@ def verdict_json(v: Verdict | None) -> dict[str, Any] | None:
     if v is None:
         return None
     return {**asdict(v), "idle_ns": v.idle_ns, "busy_share": v.busy_share, "copy_share": v.share(v.copy_ns),
-            "sync_share": v.share(v.sync_ns), "kernel_share": v.share(v.kernel_ns), "evidence": v.evidence()}
+            "sync_share": v.share(v.sync_ns), "kernel_share": v.share(v.kernel_ns), "evidence": v.evidence(),
+            "remedy": v.remedy()}
 
 
 def analyse(run: Run, link: Link | None) -> tuple[list[Finding], Verdict | None]:
@@ -247,10 +259,13 @@ def render_report(run: Run, findings: Sequence[Finding], *, path: str, link: Lin
     modelled = link is not None
     t = totals(run, link)
     lines = header_lines(run, path)
-    lines.append(verdict_line(judged if judged is not None else verdict(run), run.meta.cwd))
+    v = judged if judged is not None else verdict(run)
+    lines.append(verdict_line(v, run.meta.cwd))
+    if v is not None:
+        lines.append(f"helps    {v.remedy()}")
     share = f" ({100 * t.copy_share:.1f}% of wall)" if t.wall_ns else ""
     lines.append(f"wall     {fmt_ns(t.wall_ns)}; copies {fmt_ns(t.copies.ns)}{share}; "
-                 f"{plural(t.launches.count, 'launch', 'launches')} in {t.regions} region(s)")
+                 f"{plural(t.launches.count, 'launch', 'launches')}{regions_text(run, t.regions)}")
     lines += link_note(link, run)
     lines += ["", "totals", *totals_lines(t, modelled, f" ({link.name})" if link else "",
                                           link is not None and link.sync_us is not None)]

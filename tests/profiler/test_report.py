@@ -12,6 +12,7 @@ from profiler.model import Run
 from profiler.outputs.report import render_compare, render_report
 
 from .kit import PROGRAMS, ROOT, prof
+from .timelines import Timeline as Hand
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +37,7 @@ def test_report_text(traces: tuple[Path, Path]) -> None:
     verdict = out.splitlines()[3]
     assert verdict.startswith("verdict  host-bound: device busy "), "what bounded the run, under the header"
     assert "most before the first device operation (start-up, " in verdict, "the target's imports and set-up"
+    assert out.splitlines()[4].startswith("helps    "), "what kind of change can help, under the verdict"
     assert "findings (2), largest expected saving first" in out
     # 2048 points: fixing either saves well under the 5 ms that make a warning
     assert out.count("OFF501 [info] keep resident, saves ") == 2
@@ -106,3 +108,13 @@ def test_report_notes_skipped_fingerprint_rules(tmp_path: Path) -> None:
     assert proc.returncode == 0
     out = prof("report", str(tmp_path / "t.json"), cwd=ROOT).stdout
     assert "note: OFF502 and OFF503 compare copied contents and were skipped" in out
+
+
+@pytest.mark.parametrize(("backend", "regions"), [("cupti", ""), ("rocprof", ""), ("cupy", " in 0 region(s)")])
+def test_regions_are_counted_only_where_offload_core_could_have_made_them(backend: str, regions: str) -> None:
+    """A PyTorch program recorded through CUPTI has no offload_core regions; saying "in 0 region(s)" is noise."""
+    h = Hand(backend=backend)
+    h.kernel(10, 5, line=3)
+    run = h.run(20)
+    wall = next(line for line in render_report(run, (), path="t.json").splitlines() if line.startswith("wall "))
+    assert wall.endswith("1 launch" + regions)

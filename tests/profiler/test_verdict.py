@@ -120,3 +120,25 @@ def test_a_run_without_device_work_has_no_verdict() -> None:
     h.add("alloc", 0, 10, nbytes=8)
     assert verdict(h.run(100)) is None
     assert verdict(Hand().run(0)) is None
+
+
+def test_each_verdict_says_what_kind_of_change_helps() -> None:
+    naive = judged(Run.load(DATA / "stencil.naive.json"))
+    assert naive.remedy().startswith("copy less or hide the copies: keep arrays on the device")
+    device = Hand()
+    for n in range(10):
+        device.kernel(1_000 * n + 10, 1_000, line=8)
+    assert judged(device.run(10_010)).remedy().startswith("the kernels are the limit")
+    assert judged(item_loop(work_us=3_000)).remedy().startswith("wait less: keep the values the host reads")
+
+
+@pytest.mark.parametrize(("gap_us", "launch_bound"), [(45, True), (450, False)])
+def test_a_host_bound_run_is_told_to_launch_less_or_to_move_its_own_work(gap_us: int, launch_bound: bool) -> None:
+    """Tiny kernels every 50 µs: the launch rate is the limit; every 455 µs: the host's own work between them."""
+    h = Hand()
+    for n in range(100):
+        h.kernel((gap_us + 5) * n + gap_us, 5, line=12)
+    v = judged(h.run((gap_us + 5) * 100))
+    assert v.kind == "host-bound"
+    assert v.remedy().startswith("issue fewer, larger launches") is launch_bound
+    assert v.remedy().startswith("the host's own work between device operations") is not launch_bound

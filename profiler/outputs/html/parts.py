@@ -81,6 +81,7 @@ def verdict_html(v: Verdict | None, cwd: str, name: str = "", where: Where | Non
     return (f'<section class="verdict" id="verdict{suffix(name)}" data-kind="{v.kind}">{heading}'
             f'<p class="kind {v.kind}">{v.kind}</p>'
             f'<p class="summary">{escape(v.summary(cwd, where).split(": ", 1)[1])}</p>'
+            f'<p class="remedy">What helps: {escape(v.remedy())}</p>'
             f'<div class="split" role="img" aria-label="where the wall time went">{bar}</div>'
             f'<ul class="legend">{legend}</ul>{idle}</section>')
 
