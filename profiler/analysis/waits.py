@@ -11,20 +11,33 @@ explicit `synchronize()`).
 
 from __future__ import annotations
 
-from typing import Sequence
+import numpy as np
 
-from ..trace.records import Record, Site
+from ..trace.columns import Columns
+from ..trace.records import KINDS, Site
+
+_D2H, _SYNC = KINDS.index("d2h"), KINDS.index("sync")
 
 
-def sync_causes(records: Sequence[Record]) -> dict[int, Site | None]:
+def sync_cause_codes(c: Columns) -> tuple[np.ndarray, np.ndarray]:
+    """(record index of each sync, code into `c.sites` of the line that caused it, -1 for none), in record order.
+
+    Array operations only: a training loop's trace holds hundreds of
+    thousands of records, and the verdict asks this of every one.
+    """
+    syncs = np.flatnonzero(c.kind == _SYNC)
+    d2h = np.flatnonzero(c.kind == _D2H)
+    codes = c.site[syncs].astype(np.int64, copy=True)
+    if syncs.size == 0 or d2h.size == 0:
+        return syncs, codes
+    last = np.searchsorted(d2h, syncs) - 1  # the last download before each sync
+    previous = np.concatenate(([-1], syncs[:-1]))  # the sync before it
+    since = (last >= 0) & (d2h[np.maximum(last, 0)] > previous)
+    codes[since] = c.site[d2h[last[since]]]
+    return syncs, codes
+
+
+def sync_causes(c: Columns) -> dict[int, Site | None]:
     """Record index of each sync -> the call site that caused it."""
-    out: dict[int, Site | None] = {}
-    cause: Site | None = None
-    seen = False
-    for i, r in enumerate(records):
-        if r.kind == "d2h":
-            cause, seen = r.site, True
-        elif r.kind == "sync":
-            out[i] = cause if seen else r.site
-            cause, seen = None, False
-    return out
+    syncs, codes = sync_cause_codes(c)
+    return {i: (c.sites[k] if k >= 0 else None) for i, k in zip(syncs.tolist(), codes.tolist())}

@@ -17,5 +17,5 @@ def test_a_sync_is_charged_to_the_download_before_it_else_to_itself() -> None:
     h.copy("d2h", 13, 1, line=22)
     second = h.sync(14, 1, line=12)
     third = h.sync(15, 1, line=30)  # a region exit: no download since the last wait
-    causes = sync_causes(h.run(20).records)
+    causes = sync_causes(h.run(20).columns)
     assert causes == {first: site(20), second: site(22), third: site(30)}

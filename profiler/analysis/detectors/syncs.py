@@ -31,7 +31,7 @@ def sync_per_launch(ctx: Context) -> None:
     min_count = int(ctx.option("OFF507", "min_count"))
     min_fraction = float(ctx.option("OFF507", "min_fraction"))
     records = ctx.records
-    causes = sync_causes(records)
+    causes = sync_causes(ctx.run.columns)
     launches = 0
     entries: dict[Site | None, list[tuple[int, int]]] = defaultdict(list)
     for i, r in enumerate(records):
