@@ -27,11 +27,18 @@ With `--program`, the same pieces are timed on whole programs instead of
 the copy loops (each program and piece in a fresh process; the program's
 own `loop_s`), with more pieces that matter there: `act:kernel`
 (CONCURRENT_KERNEL records alone), `cb:noop-nolaunch` (the table without
-the launch calls), and the recorder with launch sites `none` and `all`
-besides the default `sampled`:
+the launch calls), `act:nosync` (`act:all` without SYNCHRONIZATION
+records: what CUPTI's records of host syncs and stream waits on events
+cost), and the recorder with launch sites `none` and `all` besides the
+default `sampled`:
 
     python benchmarks/cupti_breakdown.py --program "torch_train.py --model mlp --steps 600" \
-        --program "cupy_cg.py --iters 2000" [--repeats 2]
+        --program "cupy_cg.py --iters 2000" [--repeats 2] [--configs act:kernel,act:nosync,act:all]
+
+A program outside `benchmarks/programs` is named by its absolute path;
+one that does not print `{"loop_s": ...}` is timed with `--own-time
+REGEX` (the first group of the last match in its output, in seconds),
+or by its whole run in the process when neither is given.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import re
 import runpy
 import shlex
 import subprocess
@@ -80,7 +88,8 @@ class Config:
     def on(self) -> None:
         c, k = self.c, self.c.ActivityKind
         if self.name.startswith("act:"):
-            kinds = {"act:memcpy": [k.MEMCPY], "act:kernel": [k.CONCURRENT_KERNEL]}.get(
+            kinds = {"act:memcpy": [k.MEMCPY], "act:kernel": [k.CONCURRENT_KERNEL],
+                     "act:nosync": [k.MEMCPY, k.CONCURRENT_KERNEL, k.MEMSET]}.get(
                 self.name, [k.MEMCPY, k.CONCURRENT_KERNEL, k.SYNCHRONIZATION, k.MEMSET])
             for kind in kinds:
                 c.activity_enable(kind)
@@ -132,6 +141,8 @@ class Config:
 
 PROGRAM_CONFIGS = ["off", "act:kernel", "act:all", "cb:noop-nolaunch", "cb:noop", "cb:tracer", "recorder:none",
                    "recorder", "recorder:all"]
+#: every piece `--configs` may name for programs
+KNOWN_CONFIGS = [*PROGRAM_CONFIGS, "act:nosync", "act:memcpy", "cb:noop-py"]
 PROGRAMS = Path(__file__).resolve().parent / "programs"
 
 
@@ -144,8 +155,10 @@ def inner(name: str, argv: list[str]) -> int:
     CuptiRecorder(fingerprints=False).start().stop()  # registers the activity buffers
     cfg = Config(c, name)
     sys.argv = [str(PROGRAMS / argv[0]), *argv[1:]]
+    sys.path.insert(0, str(Path(sys.argv[0]).parent))  # as `python SCRIPT` would: the script's own modules import
     if name != "off":
         cfg.on()
+    began = time.perf_counter()
     try:
         runpy.run_path(sys.argv[0], run_name="__main__")
     except SystemExit as exc:
@@ -154,33 +167,49 @@ def inner(name: str, argv: list[str]) -> int:
     finally:
         if name != "off":
             cfg.off()
+    print(json.dumps({"run_s": time.perf_counter() - began}))
     if name == "cb:count":
         calls = ", ".join(f"{c.get_callback_name(dom, cbid)} {cnt}" for (dom, cbid), cnt in cfg.counts.most_common(12))
         print(json.dumps({"callbacks": calls}))
     return 0
 
 
-def programs(specs: list[str], repeats: int) -> int:
+def loop_time(stdout: str, own_time: str | None) -> float | None:
+    """The program's `loop_s`, else its own time by `own_time`, else its run in the process (`run_s`)."""
+    lines = [json.loads(x) for x in stdout.splitlines() if x.startswith("{")]
+    loop = next((x["loop_s"] for x in lines if "loop_s" in x), None)
+    if loop is None and own_time:
+        found = re.findall(own_time, stdout)
+        if found:
+            last = found[-1]
+            return float(last[0] if isinstance(last, tuple) else last)
+    if loop is None:
+        loop = next((x["run_s"] for x in lines if "run_s" in x), None)
+    return loop
+
+
+def programs(specs: list[str], repeats: int, configs: list[str], own_time: str | None) -> int:
     """Each program under each piece in fresh processes; the program's own loop time, fastest of `repeats`."""
     print(f"# {time.strftime('%Y-%m-%d')} programs in fresh processes, fastest of {repeats}; "
           "seconds of the program's own loop (off: absolute, the rest: added)")
-    print(f"{'program':<34} " + " ".join(f"{k:>16}" for k in PROGRAM_CONFIGS))
+    print(f"{'program':<34} " + " ".join(f"{k:>16}" for k in configs))
     for spec in specs:
         argv = shlex.split(spec)
         best: dict[str, float] = {}
-        for name in PROGRAM_CONFIGS:
-            for _ in range(repeats):
+        for round_ in range(repeats):  # the pieces interleaved, so that a slow spell of the machine hits them all
+            for name in configs:
+                print(f"cupti_breakdown: {argv[0]}, round {round_ + 1}/{repeats}, {name} ...", file=sys.stderr,
+                      flush=True)
                 out = subprocess.run([sys.executable, __file__, "--inner", name, *argv], capture_output=True,
                                      text=True, check=False)
-                lines = [json.loads(x) for x in out.stdout.splitlines() if x.startswith("{")]
-                loop = next((x["loop_s"] for x in lines if "loop_s" in x), None)
+                loop = loop_time(out.stdout, own_time)
                 if out.returncode != 0 or loop is None:
                     print(f"{spec}: {name} failed ({out.returncode}): {out.stderr.strip()[-400:]}", file=sys.stderr)
                     break
                 best[name] = min(best.get(name, loop), loop)
         off = best.get("off")
         cells = [f"{off:>16.3f}" if off is not None else f"{'-':>16}"]
-        for name in PROGRAM_CONFIGS[1:]:
+        for name in configs[1:]:
             v = best.get(name)
             cells.append(f"{'-':>16}" if v is None or off is None else f"{v - off:>+9.3f} {v / off:5.2f}x")
         print(f"{spec:<34} " + " ".join(cells))
@@ -199,9 +228,17 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3, help="rounds; the fastest is shown (default: %(default)s)")
     parser.add_argument("--program", action="append", default=[], metavar="'SCRIPT ARGS'",
                         help="time a program under benchmarks/programs instead of the copy loops (repeatable)")
+    parser.add_argument("--configs", help="comma-separated pieces to time on programs (default: "
+                        + ",".join(PROGRAM_CONFIGS[1:]) + "; `off` is always timed)")
+    parser.add_argument("--own-time", metavar="REGEX",
+                        help="a program's own time in its output, for programs that print no loop_s")
     args = parser.parse_args()
     if args.program:
-        return programs(args.program, args.repeats)
+        configs = PROGRAM_CONFIGS if not args.configs else ["off", *[c for c in args.configs.split(",") if c != "off"]]
+        unknown = [c for c in configs if c not in KNOWN_CONFIGS]
+        if unknown:
+            parser.error(f"unknown --configs {', '.join(unknown)}; known: {', '.join(KNOWN_CONFIGS)}")
+        return programs(args.program, args.repeats, configs, args.own_time)
     c, why = import_cupti()
     if c is None:
         print(f"cupti_breakdown: {why}", file=sys.stderr)
