@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Union
 
 from ...trace.records import Record, Site
@@ -69,8 +69,13 @@ class Leftovers:
 class Converted:
     records: tuple[Record, ...]
     leftovers: Leftovers
-    #: launches whose site was taken from a sampled launch of the same kernel
-    inferred_sites: int = 0
+    #: kind -> how many of its records took their site from a sampled one (`infer_sites`)
+    inferred_sites: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def estimated(self) -> tuple[str, ...]:
+        """`Meta.estimated`'s entries for the sites lent: `launch.site`, `memset.site`."""
+        return tuple(f"{kind}.site" for kind in sorted(self.inferred_sites))
 
 
 def call_of(calls: dict[int, ApiCall], a: Activity) -> ApiCall | None:
@@ -118,9 +123,10 @@ def convert(capture: Capture, mode: str = "batched",
             ) -> Converted:
     """The capture's records in issue order, times relative to `capture.t0`; kernel names demangled if asked.
 
-    With `infer_launch_sites` (launch sites were sampled, `sampling`), a
-    launch the callbacks did not see takes the site of the latest sampled
-    launch of the same kernel before it, else of the first one after it.
+    With `infer_launch_sites` (launch and memset sites were sampled,
+    `sampling`), a launch the callbacks did not see takes the site of the
+    latest sampled launch of the same kernel before it, else of the first
+    one after it; a memset that of a memset of the same size.
     """
     if demangle is not None:
         names = demangle(k.name for k in capture.kernels)
@@ -175,7 +181,7 @@ def convert(capture: Capture, mode: str = "batched",
                 enter = min(enter, a.start)
                 records.append(Record("sync", enter - t0, a.start - enter, site=site, mode=mode))
     leftovers = Leftovers((device[0], device[1]), (memsets[0], memsets[1]), waits)
-    inferred = infer_sites(records) if infer_launch_sites else 0
+    inferred = infer_sites(records) if infer_launch_sites else {}
     return Converted(tuple(records), leftovers, inferred)
 
 
@@ -185,30 +191,35 @@ def is_collective(kernel: str) -> bool:
     return kernel.startswith("nccl")
 
 
-def infer_sites(records: list[Record]) -> int:
-    """Give site-less launches the site of a sampled launch of the same kernel, in place; how many were given one."""
-    latest: dict[str | None, Site] = {}
-    first: dict[str | None, Site] = {}
-    before: list[int] = []  # launches ahead of their kernel's first sample
-    inferred = 0
+def infer_sites(records: list[Record]) -> dict[str, int]:
+    """Give site-less launches the site of a sampled launch of the same kernel, and site-less memsets that of a
+    sampled memset of the same size, in place; how many of each kind were given one (kinds with none left out)."""
+    latest: dict[tuple[str, object], Site] = {}
+    first: dict[tuple[str, object], Site] = {}
+    before: list[tuple[int, tuple[str, object]]] = []  # records ahead of their key's first sample
+    inferred: dict[str, int] = {}
     for i, r in enumerate(records):
-        if r.kind != "launch":
+        if r.kind == "launch":
+            key: tuple[str, object] = ("launch", r.kernel)
+        elif r.kind == "memset":
+            key = ("memset", r.nbytes)
+        else:
             continue
         if r.site is not None:
-            latest[r.kernel] = r.site
-            first.setdefault(r.kernel, r.site)
+            latest[key] = r.site
+            first.setdefault(key, r.site)
             continue
-        site = latest.get(r.kernel)
+        site = latest.get(key)
         if site is None:
-            before.append(i)
+            before.append((i, key))
             continue
         records[i] = replace(r, site=site)
-        inferred += 1
-    for i in before:
-        site = first.get(records[i].kernel)
+        inferred[r.kind] = inferred.get(r.kind, 0) + 1
+    for i, key in before:
+        site = first.get(key)
         if site is not None:
             records[i] = replace(records[i], site=site)
-            inferred += 1
+            inferred[key[0]] = inferred.get(key[0], 0) + 1
     return inferred
 
 

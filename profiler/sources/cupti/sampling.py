@@ -14,8 +14,16 @@ so that a window does not always fall on the same part of a step), and
 a launch without a site takes the site of a sampled launch of the same
 kernel (`convert`; `Meta.estimated` names `launch.site`).
 
-Copies, memsets and syncs keep their callbacks always: the rules need
-their sites, host pointers and fingerprints, and there are few of them.
+Memsets are sampled with the launches: no rule reads a memset's site or
+host side, and a PyTorch training loop makes tens of thousands of them
+(74,000 in one epoch of word_language_model: zeroed gradients, cuDNN's
+workspaces), each four callbacks (the runtime call and the driver call
+inside it, on entry and exit), which cost that program about a quarter
+of its loop time (`benchmarks/cupti_breakdown.py`). An unsampled memset
+takes the site of a sampled memset of the same size (`convert`).
+
+Copies and syncs keep their callbacks always: the rules need their
+sites, host pointers and fingerprints, and there are few of them.
 
 The callbacks are switched from this module's own thread only, so calls
 to `cuptiEnableCallback` never run concurrently (CUPTI asks callers to
@@ -28,6 +36,10 @@ import random
 import threading
 from typing import Callable, Literal
 
+from .apis import LAUNCH, MEMSET
+
+#: the calls whose callbacks are sampled (the rest are always heard)
+SAMPLED_ROLES = frozenset({LAUNCH, MEMSET})
 #: the launch sites a recording takes: a sample of them (default), all of them (`--every-launch`), none
 LaunchSites = Literal["sampled", "all", "none"]
 PER_WINDOW = 32

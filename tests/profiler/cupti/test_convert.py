@@ -147,6 +147,14 @@ def test_sampled_launch_sites_are_lent_to_unseen_launches_of_the_same_kernel() -
                Record("launch", 2, 1, kernel="relu"), Record("h2d", 3, 1, 8),
                Record("launch", 4, 1, kernel="gemm"), Record("launch", 5, 1, kernel="gemm", site=b),
                Record("launch", 6, 1, kernel="gemm")]
-    assert infer_sites(records) == 3
+    assert infer_sites(records) == {"launch": 3}
     assert [r.site for r in records] == [a, a, None, None, a, b, b], \
         "the latest sample before, else the first after; a kernel never sampled keeps none"
+
+
+def test_sampled_memset_sites_are_lent_to_unseen_memsets_of_the_same_size() -> None:
+    zero = Site("/w/t.py", 5, "step")
+    records = [Record("memset", 0, 1, 256), Record("memset", 1, 1, 256, site=zero), Record("memset", 2, 1, 512),
+               Record("launch", 3, 1, kernel="gemm"), Record("memset", 4, 1, 256)]
+    assert infer_sites(records) == {"memset": 2}
+    assert [r.site for r in records] == [zero, zero, None, None, zero], "a size never sampled keeps none"

@@ -253,6 +253,14 @@ class FakeCuda:
                           end=start + 2000, stream_id=7, device_id=0)
         return corr
 
+    def memset(self, nbytes: int) -> int:
+        """A runtime memset (`cudaMemsetAsync`; PyTorch's zeroed gradients) and its activity record."""
+        corr = self._call(CallbackDomain.RUNTIME_API, "cudaMemsetAsync_v3020", None, lambda: None)
+        start = self.cupti.get_timestamp()
+        self.cupti.record(ActivityKind.MEMSET, correlation_id=corr, bytes=nbytes, start=start, end=start + 100,
+                          stream_id=7, device_id=0, memory_kind=3)
+        return corr
+
     def synchronize(self) -> int:
         corr = self._call(CallbackDomain.RUNTIME_API, "cudaStreamSynchronize_v3020", None, lambda: None)
         start = self.cupti.get_timestamp()
