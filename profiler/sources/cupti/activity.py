@@ -171,6 +171,16 @@ def kernels_from(rows: Any, name_of: Callable[[int], str]) -> list[Kernel]:
                                                 _column(rows, "stream_id", 0), _column(rows, "device_id", 0))]
 
 
+def sync_type_of(api_name: str) -> str:
+    """The `SYNC_TYPES` name of a host sync call: `cudaEventSynchronize_v3020` -> `event`, `cuCtxSynchronize` ->
+    `context`."""
+    if "Event" in api_name:
+        return "event"
+    if "Stream" in api_name:
+        return "stream"
+    return "context"
+
+
 def syncs_from(rows: Any) -> list[Sync]:
     return [Sync(corr, SYNC_TYPES.get(t, "unknown"), s, e, st)
             for corr, t, s, e, st in zip(_column(rows, "correlation_id"), _column(rows, "type"), _column(rows, "start"),

@@ -1,9 +1,9 @@
 """The live CUPTI session: activity buffers, API callbacks, call sites and fingerprints.
 
 Two CUPTI mechanisms are combined. The Activity API records what the
-device did (memcpy, memset, concurrent-kernel and synchronisation records,
-with device timestamps, bytes and memory kinds) into buffers that CUPTI
-hands back in bulk; the Callback API calls a Python function on entry to
+device did (memcpy, memset and concurrent-kernel records, with device
+timestamps, bytes and memory kinds) into buffers that CUPTI hands back
+in bulk; the Callback API calls a Python function on entry to
 and exit from each CUDA call of the `apis` table, on the calling thread,
 where the Python stack says which user line made the call. Both carry the
 call's correlation id, which is how a copy finds its call site. Both are
@@ -24,6 +24,16 @@ synchronisation the same Python instruction makes next (PyTorch's
 `.item()` is an async copy and a stream sync). Any other async D2H stays
 without a fingerprint: its bytes may still be arriving, or already be
 changed by the program.
+
+A host sync (`cudaStreamSynchronize`, `cudaEventSynchronize`,
+`cudaDeviceSynchronize` and their driver calls) is timed by its own
+callbacks: CUPTI's clock as the entry callback returns and as the exit
+callback begins, the time the host waited. CUPTI's SYNCHRONIZATION
+activity records would say the same, but enabling them also records
+every stream's wait on an event, which the trace has no kind for: in
+PyTorch's word_language_model (116,000 such waits in an epoch, from
+cuDNN's LSTM) they cost 0.35-0.42 s of a 3.1 s loop
+(`benchmarks/cupti_breakdown.py`, `act:all` against `act:nosync`).
 
 CUPTI's activity callbacks can be registered once per process, and only
 one subscriber may exist at a time, so the module keeps that registration
@@ -115,6 +125,7 @@ class Tracer:
         # correlation id -> (api, site, instr, direction, dst, src, count, enter_ns)
         self._calls: dict[int, tuple[Any, ...]] = {}
         self._late: dict[int, str] = {}  # fingerprints, taken on exit once the bytes are final
+        self._sync_ends: dict[int, int] = {}  # correlation id of a host sync -> CUPTI's clock as it returned
         self._errors: list[str] = []
 
     @property
@@ -158,7 +169,7 @@ class Tracer:
                 for kind in (k.MEMCPY, k.CONCURRENT_KERNEL):
                     c.activity_enable(kind)
                     self._kinds.append(kind)
-                for name in ("SYNCHRONIZATION", "MEMSET", "MEMCPY2"):
+                for name in ("MEMSET", "MEMCPY2"):  # host syncs are timed by their callbacks (module docstring)
                     kind = getattr(k, name, None)
                     try:  # the trace is still worth having without these on a CUPTI that lacks them
                         if kind is not None:
@@ -215,6 +226,7 @@ class Tracer:
         self.halt()
         if self._capture is None:
             copies, memsets, kernels, syncs = self._decode()
+            syncs += self._host_syncs()
             t1 = self._t1 if self._t1 is not None else self._t0
             self._capture = act.Capture(self._t0, t1, self._api_calls(), tuple(copies), tuple(memsets),
                                         tuple(kernels), tuple(syncs), self._dropped(), tuple(self._errors))
@@ -290,6 +302,16 @@ class Tracer:
             return 0
         return int(out.value)
 
+    def _host_syncs(self) -> list[act.Sync]:
+        """The host syncs the callbacks timed (entry to exit; a call nested in another sync is that one's)."""
+        ends = self._sync_ends
+        out = []
+        for corr, entry in list(self._calls.items()):
+            api, enter = entry[0], entry[7]
+            if api.role == SYNC and enter and corr in ends:
+                out.append(act.Sync(corr, act.sync_type_of(api.name), enter, max(ends[corr], enter)))
+        return out
+
     def _api_calls(self) -> dict[int, act.ApiCall]:
         late = self._late
         out = {}
@@ -313,6 +335,7 @@ class Tracer:
         c = self.cupti
         calls = self._calls
         late = self._late
+        sync_ends = self._sync_ends
         site_of = self.frames.site
         getframe = sys._getframe
         get_ident = threading.get_ident
@@ -343,6 +366,10 @@ class Tracer:
                     return
                 where, params, result, corr = read(address)
                 if where != enter_site:
+                    if entry[0].role == SYNC:  # first: the host's wait ends here, not after this callback's work
+                        timed = calls.get(corr)
+                        if timed is not None and timed[7]:
+                            sync_ends[corr] = timestamp()
                     if is_runtime:
                         outer.pop(get_ident(), None)
                     if fingerprints:
@@ -379,6 +406,8 @@ class Tracer:
                 if copy is None or not params:
                     if listeners.fns and (role == SYNC or role == COPY) and not nested:
                         listeners.call(api, frame)
+                    if role == SYNC and not nested:  # last: the host's wait starts as this callback returns
+                        calls[corr] = (api, site, instr, None, None, None, None, timestamp())
                     return
                 dst, src, count, direction = copy(params)
                 calls[corr] = (api, site, instr, direction, dst if direction != "h2d" else None,

@@ -131,6 +131,22 @@ def test_async_d2h_is_digested_at_the_sync_of_the_same_statement(fake) -> None: 
     assert syncs[0].instr == item_copy.instr and syncs[1].instr != capture.calls[early].instr
 
 
+def test_host_syncs_are_timed_by_their_callbacks_once_each(fake) -> None:  # type: ignore[no-untyped-def]
+    """No SYNCHRONIZATION records (they would also record every stream's wait on an event): entry to exit."""
+    cupti, cuda, frames = fake
+    t = Tracer(cupti, fingerprints=False, frames=frames, native=cupti.native).start()
+    assert int(fakecupti.ActivityKind.SYNCHRONIZATION) not in cupti.kinds
+    nested = cuda.synchronize_nested()
+    direct = cuda.driver_synchronize()
+    capture = t.stop()
+    assert [(s.correlation, s.type) for s in capture.syncs] == [(nested, "stream"), (direct, "context")], \
+        "the driver call inside the runtime one is not a second sync"
+    assert all(t.t0 <= s.start < s.end for s in capture.syncs)
+    records = convert(capture).records
+    assert [r.kind for r in records] == ["sync", "sync"]
+    assert [r.duration_ns for r in records] == [s.end - s.start for s in capture.syncs]
+
+
 def test_driver_copies_and_activity_records(fake) -> None:  # type: ignore[no-untyped-def]
     cupti, cuda, frames = fake
     x = np.arange(64, dtype=np.int64)

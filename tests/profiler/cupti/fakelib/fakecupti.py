@@ -268,6 +268,18 @@ class FakeCuda:
                           stream_id=7)
         return corr
 
+    def synchronize_nested(self) -> int:
+        """`cudaStreamSynchronize` making its driver call (`cuStreamSynchronize`) inside, as the real runtime does;
+        no activity record (CUPTI writes one only with SYNCHRONIZATION records on)."""
+        def body() -> None:
+            self._call(CallbackDomain.DRIVER_API, "cuStreamSynchronize", None, lambda: None)
+
+        return self._call(CallbackDomain.RUNTIME_API, "cudaStreamSynchronize_v3020", None, body)
+
+    def driver_synchronize(self) -> int:
+        """`cuCtxSynchronize` called directly (Numba's way)."""
+        return self._call(CallbackDomain.DRIVER_API, "cuCtxSynchronize_v2", None, lambda: None)
+
     def item(self, dst: int, src: int, count: int) -> None:
         """PyTorch's `.item()`: an async D2H into pageable memory, then a stream sync, in one call."""
         self.memcpy(dst, src, count, self.D2H, asynchronous=True, src_kind=3, dst_kind=1)
