@@ -14,15 +14,15 @@ so that a window does not always fall on the same part of a step), and
 a launch without a site takes the site of a sampled launch of the same
 kernel (`convert`; `Meta.estimated` names `launch.site`).
 
-Memsets are sampled with the launches: no rule reads a memset's site or
-host side, and a PyTorch training loop makes tens of thousands of them
-(74,000 in one epoch of word_language_model: zeroed gradients, cuDNN's
-workspaces), each four callbacks (the runtime call and the driver call
-inside it, on entry and exit), which cost that program about a quarter
-of its loop time (`benchmarks/cupti_breakdown.py`). An unsampled memset
-takes the site of a sampled memset of the same size (`convert`).
+Memsets keep their callbacks although no rule reads their sites: PyTorch
+makes tens of thousands (74,000 in one epoch of word_language_model) and
+their callbacks cost about a quarter of that program's loop time, but
+switching their callbacks on and off with the launches' made CUPTI miss
+the callbacks of copies and syncs on the same thread (on the H200 with
+CUDA 13 and cupti-python 13.0.1: three of four `.item()` calls of an
+LSTM loop lost their site and sync), so they are not sampled.
 
-Copies and syncs keep their callbacks always: the rules need their
+Copies, memsets and syncs keep their callbacks always: the rules need their
 sites, host pointers and fingerprints, and there are few of them.
 
 The callbacks are switched from this module's own thread only, so calls
@@ -36,10 +36,10 @@ import random
 import threading
 from typing import Callable, Literal
 
-from .apis import LAUNCH, MEMSET
+from .apis import LAUNCH
 
 #: the calls whose callbacks are sampled (the rest are always heard)
-SAMPLED_ROLES = frozenset({LAUNCH, MEMSET})
+SAMPLED_ROLES = frozenset({LAUNCH})
 #: the launch sites a recording takes: a sample of them (default), all of them (`--every-launch`), none
 LaunchSites = Literal["sampled", "all", "none"]
 PER_WINDOW = 32

@@ -210,11 +210,7 @@ class Tracer:
             self._t1 = int(c.get_timestamp()) if _ACTIVE is self else self._t0
         self._unsubscribe()
         if _ACTIVE is self:
-            sync_kind = c.ActivityKind.SYNCHRONIZATION
-            try:
-                if sync_kind in self._kinds:
-                    c.activity_disable(sync_kind)  # the profiler's own wait below is no program sync
-                    self._kinds.remove(sync_kind)
+            try:  # unsubscribed above: the profiler's own wait here is no sync of the program's
                 _synchronize_device()
                 c.activity_flush_all(1)
             except Exception as exc:

@@ -149,6 +149,25 @@ def test_torch_program(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(importlib.util.find_spec("numba") is None, reason="needs Numba")
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs PyTorch")
+def test_sampled_launch_sites_lose_no_copy_or_sync_of_a_busy_loop(tmp_path: Path) -> None:
+    """Launch callbacks switched on and off hundreds of times must leave every `.item()` its line and its wait.
+
+    Sampling memsets with the launches once made CUPTI miss three of four
+    `.item()` callbacks in such a loop (sites moved to the forward line,
+    syncs lost); syncs are timed by their callbacks, so a lost callback is a
+    lost sync.
+    """
+    p = "torch_lstm_items.py"
+    run = record(tmp_path, p, "--no-fingerprints")
+    steps = 400
+    items = at(run, p, "item", "d2h")
+    assert len(items) == steps and all(r.nbytes == 4 for r in items)
+    assert not at(run, p, "forward", "d2h"), "no copy of the loop is charged to the forward line"
+    assert len(at(run, p, "item", "sync")) == steps, "each scalar read waits once"
+    assert "launch.site" in run.meta.estimated, "the launch sites were sampled"
+
+
 def test_numba_program(tmp_path: Path) -> None:
     p = "numba_mistakes.py"
     run = record(tmp_path, p)
