@@ -465,3 +465,25 @@ def test_another_processs_sync_does_not_bound_when_a_copy_was_issued() -> None:
 
     assert Timeline.of(run(0)).gap[1] == 20 * US, "its own process's sync: the read's call began at 20 µs"
     assert Timeline.of(run(1)).gap[1] == 0, "a sync of another process says nothing about this one's host"
+
+
+@pytest.mark.parametrize("recorded", [False, True])
+def test_a_fix_replayed_from_a_checkpoint_gives_the_whole_replays_wall(monkeypatch: pytest.MonkeyPatch,
+                                                                        recorded: bool) -> None:
+    """Fixes starting before, at, between and after saved states: the same wall time as replaying everything."""
+    from profiler.analysis.replay import schedule
+
+    run = Run.load(DATA / "stencil.naive.json")
+    tl = Timeline.of(run)
+    n = len(tl)
+    fixes = [Fix("drop", drop=frozenset({i})) for i in range(n)]
+    fixes += [Fix("shorter", durations={i: 1}) for i in range(0, n, 7)]
+    fixes += [Fix("cut", host_cut={i: ALL}) for i in range(0, n, 5)]
+    fixes += [Fix("nonblocking", nonblocking=frozenset({i, n - 1})) for i in range(0, n, 11)]
+    full = [schedule._replay(tl, fix, None, None, recorded) for fix in fixes]  # from the first record, nothing saved
+    monkeypatch.setattr(schedule, "CHECKPOINT_EVERY", 4)
+    base = replayed_wall(tl, recorded=recorded)
+    assert base == schedule._replay(tl, Fix("none"), None, None, recorded)
+    assert len(schedule._CHECKPOINTS[tl][recorded]) == (n + 3) // 4
+    assert [replayed_wall(tl, fix, recorded=recorded) for fix in fixes] == full
+    assert any(wall != base for wall in full), "the fixes change the wall time"

@@ -18,12 +18,21 @@ keeps the recording's cost, so that replaying the original gives back
 the run's own wall time and every device operation's start (the
 inference is built that way); `replayed_wall(t, recorded=True)` is its
 wall time.
+
+A report replays the same timeline once per finding, and a fix changes
+records from some index on: everything before its first changed record
+replays exactly as the unfixed program did. So the unfixed replay keeps
+its state (the host's position, when each lane and stream is next free)
+every `CHECKPOINT_EVERY` records, and a fixed replay starts from the
+last checkpoint before the fix's first record. A fix of the copies of a
+checkpoint save at the end of a training run then replays only the end.
 """
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Final, Mapping
 
 from .timeline import DEVICE, HOST, NEVER, WAIT, Timeline
 
@@ -78,9 +87,30 @@ class Schedule:
     end: list[int]
 
 
+#: records between two saved states of an unfixed replay
+CHECKPOINT_EVERY: Final = 4096
+#: (index, host position, lane ends, stream ends) before that index of the unfixed replay
+_State = tuple[int, int, list[int], list[int]]
+#: timeline -> recorded -> the unfixed replay's saved states, in index order (dropped with the timeline)
+_CHECKPOINTS: weakref.WeakKeyDictionary[Timeline, dict[bool, list[_State]]] = weakref.WeakKeyDictionary()
+
+
 def replayed_wall(timeline: Timeline, fix: Fix = NO_FIX, *, recorded: bool = False) -> int:
     """The wall time of the program with `fix` applied, unrecorded (or as recorded: the recording's cost kept)."""
-    return _replay(timeline, fix, None, None, recorded)
+    changed = fix.records
+    if not changed:
+        return _replay(timeline, fix, None, None, recorded, save=True)
+    states = _CHECKPOINTS.get(timeline, {}).get(recorded)
+    if states is None:  # the unfixed replay saves them; a report makes it first anyway
+        replayed_wall(timeline, recorded=recorded)
+        states = _CHECKPOINTS.get(timeline, {}).get(recorded, [])
+    first = min(changed)
+    start = None
+    for state in states:
+        if state[0] > first:
+            break
+        start = state
+    return _replay(timeline, fix, None, None, recorded, start=start)
 
 
 def replay(timeline: Timeline, fix: Fix = NO_FIX) -> Schedule:
@@ -96,15 +126,38 @@ def saving(timeline: Timeline, fix: Fix) -> int:
     return replayed_wall(timeline) - replayed_wall(timeline, fix)
 
 
-def _replay(t: Timeline, fix: Fix, starts: list[int] | None, ends: list[int] | None, recorded: bool) -> int:
+def _replay(t: Timeline, fix: Fix, starts: list[int] | None, ends: list[int] | None, recorded: bool, *,
+            start: _State | None = None, save: bool = False) -> int:
+    """The replayed wall time, from `start` (a saved state of the unfixed replay) or from the first record;
+    with `save`, the states every `CHECKPOINT_EVERY` records are kept for later replays of `t`."""
+    if start is None:
+        lane_end = [NEVER] * len(t.lane_engine)
+        stream_end = [NEVER] * t.streams
+        begin, f = 0, 0
+    else:
+        begin, f, lane_end, stream_end = start[0], start[1], list(start[2]), list(start[3])
+    n = len(t.role)
+    states: list[_State] | None = [] if save else None
+    for chunk in range(begin, n, CHECKPOINT_EVERY):
+        if states is not None:
+            states.append((chunk, f, list(lane_end), list(stream_end)))
+        f = _replay_range(t, fix, starts, ends, recorded, chunk, min(chunk + CHECKPOINT_EVERY, n), f, lane_end,
+                          stream_end)
+    if states is not None:
+        _CHECKPOINTS.setdefault(t, {})[recorded] = states
+    device_done = max(stream_end, default=f)
+    return (device_done if device_done > f else f) + t.end_cost
+
+
+def _replay_range(t: Timeline, fix: Fix, starts: list[int] | None, ends: list[int] | None, recorded: bool,
+                  begin: int, stop: int, f: int, lane_end: list[int], stream_end: list[int]) -> int:
+    """Replay records `begin` to `stop` from host position `f`, updating `lane_end` and `stream_end` in place;
+    the host's position after them."""
     role, duration, gap, offset = t.role, t.duration, t.gap, t.offset
     device_gap, lane, stream, blocking = t.device_gap, t.lane, t.stream, t.blocking
     waits, cost, joined, recording = t.waits, t.cost, t.joined, t.recording
     drop, durations, nonblocking, host_cut = fix.drop, fix.durations, fix.nonblocking, fix.host_cut
-    lane_end = [NEVER] * len(t.lane_engine)
-    stream_end = [NEVER] * t.streams
-    f = 0
-    for i in range(len(role)):
+    for i in range(begin, stop):
         r = role[i]
         own = gap[i] - recording[i]  # the program's own host work before the record
         if not joined[i] or i not in drop:
@@ -136,5 +189,4 @@ def _replay(t: Timeline, fix: Fix, starts: list[int] | None, ends: list[int] | N
             e = f = ready + cost[i]
         if starts is not None and ends is not None:
             starts[i], ends[i] = s, e
-    device_done = max(stream_end, default=f)
-    return (device_done if device_done > f else f) + t.end_cost
+    return f
