@@ -17,9 +17,11 @@ import argparse
 import os
 import subprocess
 import sys
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 from ..errors import ProfilerError
 from .common import DEFAULT_TRACE, check_writable, save_trace
@@ -175,11 +177,12 @@ def _run_here(args: argparse.Namespace, target: Target, output: Path) -> int:
         if finished:
             return
         finished.append(outcome)
-        recorder.stop()
-        gathered = children.stop()
-        with signals_deferred():
-            run = _merged(recorder, gathered, target, outcome, hard_exit, link, ["offload-prof", *args.raw_argv])
-            job_lines = _save_job(run, output, started_ns)
+        with progress_notice("offload-prof: the target ended; reading its records and writing the trace ..."):
+            recorder.stop()
+            gathered = children.stop()
+            with signals_deferred():
+                run = _merged(recorder, gathered, target, outcome, hard_exit, link, ["offload-prof", *args.raw_argv])
+                job_lines = _save_job(run, output, started_ns)
         if hard_exit is None:
             sys.stdout.flush()  # the target's output first (os._exit leaves it unflushed, as it would unprofiled)
         mine = run.meta.processes[0].rank if run.meta.processes else None
@@ -254,6 +257,25 @@ def _merged(recorder: Source, gathered: Gathered, target: Target, outcome: Endin
                    note="" if hard_exit is None else f"os._exit({hard_exit})",
                    rank=rank_from_env(device=current_device(own.meta.backend)))
     return merge(own, main, recorder.origin_ns(), gathered.parts, gathered.unrecorded)
+
+
+#: seconds of finishing work after which `run` says what it is doing (a long run's records take seconds to decode)
+PROGRESS_AFTER_S = 1.0
+
+
+@contextmanager
+def progress_notice(message: str, after_s: float | None = None) -> Iterator[None]:
+    """Print `message` on stderr if the block is still running after `after_s` seconds (default
+    `PROGRESS_AFTER_S`), so that a user whose program has ended is not left looking at a silent terminal."""
+    timer = threading.Timer(PROGRESS_AFTER_S if after_s is None else after_s,
+                            lambda: print(message, file=sys.stderr, flush=True))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        timer.join()  # a notice being printed is finished before whatever the caller prints next
 
 
 def _report(output: Path, run: Run, outcome: Ending, notes: list[str], unrecorded: list[Unrecorded],

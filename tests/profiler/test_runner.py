@@ -7,12 +7,13 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from profiler.commands.run import split_run_argv
+from profiler.commands.run import progress_notice, split_run_argv
 from profiler.model import Run
 from profiler.sources.runner import Target, exit_code_of
 from profiler.trace.tracefile import both_paths
@@ -205,3 +206,12 @@ def test_every_launch_asks_for_exact_launch_timing_in_both_paths(tmp_path: Path)
     assert prof("run", "--", str(target), cwd=tmp_path).stdout.split() == ["sampled"]
     proc = prof("run", "--every-launch", "--mode", "both", "--", str(target), cwd=tmp_path)
     assert proc.returncode == 0 and proc.stdout.split() == ["exact", "exact"], proc.stderr
+
+
+def test_finishing_work_that_lasts_is_announced_once_and_quick_work_is_not(capsys: pytest.CaptureFixture[str]) -> None:
+    done = threading.Event()
+    with progress_notice("offload-prof: busy ...", after_s=0):
+        done.wait(0.5)  # far longer than the notice's delay of none
+    with progress_notice("offload-prof: never", after_s=3600):
+        pass
+    assert capsys.readouterr().err == "offload-prof: busy ...\n"
