@@ -41,6 +41,8 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
+import numpy as np
+
 from ...trace.columns import NULL
 from ...trace.model import Run
 from ...trace.records import KINDS
@@ -109,19 +111,19 @@ def _host_before(run: Run) -> list[int]:
     """Host time between where the host was known to be and each record, as recorded.
 
     After a copy recorded with a fingerprint, the time is the recorder's
-    digest: none of it is the program's, so it counts as nothing.
+    digest: none of it is the program's, so it counts as nothing. Array
+    operations: a fix asks this of every record of a run.
     """
     c = run.columns
-    kind, digested = c.kind.tolist(), c.fingerprint.tolist()
-    start = c.start_ns.tolist()
-    end = (c.start_ns + c.duration_ns).tolist()
-    reached = 0
-    before = [0] * len(kind)
-    for i in range(len(kind)):
-        after_digest = i > 0 and kind[i - 1] in (_H2D, _D2H) and digested[i - 1] >= 0
-        before[i] = 0 if after_digest else max(start[i] - reached, 0)
-        reached = max(reached, end[i])
-    return before
+    if len(c) == 0:
+        return []
+    start = c.start_ns.astype(np.int64)
+    end = start + c.duration_ns.astype(np.int64)
+    reached = np.concatenate(([0], np.maximum.accumulate(np.maximum(end, 0))[:-1]))
+    before = np.maximum(start - reached, 0)
+    copied = np.isin(c.kind, (_H2D, _D2H)) & (c.fingerprint >= 0)
+    before[1:][copied[:-1]] = 0
+    return before.tolist()
 
 
 def _library_calls(run: Run, drop: Iterable[int]) -> dict[int, int]:
