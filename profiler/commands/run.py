@@ -21,7 +21,7 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from ..errors import ProfilerError
 from .common import DEFAULT_TRACE, check_writable, save_trace
@@ -264,11 +264,13 @@ PROGRESS_AFTER_S = 1.0
 
 
 @contextmanager
-def progress_notice(message: str, after_s: float | None = None) -> Iterator[None]:
-    """Print `message` on stderr if the block is still running after `after_s` seconds (default
-    `PROGRESS_AFTER_S`), so that a user whose program has ended is not left looking at a silent terminal."""
-    timer = threading.Timer(PROGRESS_AFTER_S if after_s is None else after_s,
-                            lambda: print(message, file=sys.stderr, flush=True))
+def progress_notice(message: str, after_s: float | None = None,
+                    say: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Print `message` on stderr (or hand it to `say`) if the block is still running after `after_s` seconds
+    (default `PROGRESS_AFTER_S`), so that a user whose program has ended is not left looking at a silent
+    terminal."""
+    speak = say or (lambda text: print(text, file=sys.stderr, flush=True))
+    timer = threading.Timer(PROGRESS_AFTER_S if after_s is None else after_s, speak, args=(message,))
     timer.daemon = True
     timer.start()
     try:

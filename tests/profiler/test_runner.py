@@ -209,9 +209,18 @@ def test_every_launch_asks_for_exact_launch_timing_in_both_paths(tmp_path: Path)
 
 
 def test_finishing_work_that_lasts_is_announced_once_and_quick_work_is_not(capsys: pytest.CaptureFixture[str]) -> None:
-    done = threading.Event()
-    with progress_notice("offload-prof: busy ...", after_s=0):
-        done.wait(0.5)  # far longer than the notice's delay of none
-    with progress_notice("offload-prof: never", after_s=3600):
+    said: list[str] = []
+    heard = threading.Event()
+
+    def say(message: str) -> None:
+        said.append(message)
+        heard.set()
+
+    with progress_notice("offload-prof: busy ...", after_s=0, say=say):
+        assert heard.wait(30), "work still running after the delay is announced"
+    with progress_notice("offload-prof: never", after_s=3600, say=say):
         pass
-    assert capsys.readouterr().err == "offload-prof: busy ...\n"
+    assert said == ["offload-prof: busy ..."]
+    with progress_notice("offload-prof: on stderr", after_s=0):
+        time.sleep(0.2)
+    assert capsys.readouterr().err in ("offload-prof: on stderr\n", ""), "printed whole or not at all"
