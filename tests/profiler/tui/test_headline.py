@@ -6,7 +6,7 @@ from profiler.analysis.summary import Flow, Totals
 from profiler.outputs.report import exact_sentence, modelled_clause, percent, ratio_sentence, times
 from profiler.tui.headline import headline
 
-from .kit import NAIVE, session
+from .kit import BATCHED, NAIVE, session
 
 
 def totals(wall: int, copy: int, modelled: int | None = None) -> Totals:
@@ -62,7 +62,17 @@ def test_one_run_headline() -> None:
     assert lines[2:] == ["naive: 62 copies, 24.8 MB", "measured: 73% of the naive run was copies",
                          "verdict: judging the run…"], "the verdict until the detectors have judged the run"
     s.set_findings(s.detect())
-    assert headline(s, 100).plain.splitlines()[-1] == "verdict: transfer-bound (copies 73%)"
+    assert headline(s, 100).plain.splitlines()[-1] == "verdict: transfer-bound (copies 73%)", \
+        "copies are the story: no idle line to name"
+
+
+def test_one_host_bound_run_names_the_line_behind_its_idle_time() -> None:
+    s = session(BATCHED, modelled=False)
+    s.set_findings(s.detect())
+    v = s.verdicts[0] if s.verdicts else None
+    assert v is not None and v.kind == "host-bound"
+    assert headline(s, 300).plain.splitlines()[-1] == f"verdict: {v.short()}; {v.idle_text(s.traces[0].run.meta.cwd)}"
+    assert v.idle_text().startswith("most after the last device operation (630 µs), then before stencil.py:30")
 
 
 def test_the_verdict_of_each_run_closes_the_headline() -> None:
