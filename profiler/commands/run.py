@@ -61,7 +61,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="do not digest copied bytes (faster; OFF502/OFF503 then cannot run)")
     p.add_argument("--every-launch", action="store_true",
                    help="time every launch with its own device events (offload_core on a GPU) and take every "
-                        "launch's and memset's call site (CUPTI); by default both are sampled, which costs far less")
+                        "launch's call site (CUPTI); by default both are sampled, which costs far less")
     p.add_argument("--link", help="link profile to store with the trace (default: this machine's calibration)")
     p.epilog = ("The target runs in this process with its own argv, sys.path[0] and __main__. "
                 "OFFLOAD_GUARD=raise|warn|log runs it under a transfer guard (profiler.guard; kinds from "

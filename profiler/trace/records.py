@@ -252,7 +252,7 @@ class Meta:
     3, which hold one process). `estimated` names the record fields that
     are estimates rather than measurements for some records, as
     `kind.field` (`launch.duration_ns` when a GPU launch's device time was
-    sampled, `launch.site` and `memset.site` when CUPTI sampled call sites); every
+    sampled, `launch.site` when CUPTI sampled launch call sites); every
     other figure was measured.
     """
 

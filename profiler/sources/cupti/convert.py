@@ -74,7 +74,7 @@ class Converted:
 
     @property
     def estimated(self) -> tuple[str, ...]:
-        """`Meta.estimated`'s entries for the sites lent: `launch.site`, `memset.site`."""
+        """`Meta.estimated`'s entries for the sites lent (`launch.site`)."""
         return tuple(f"{kind}.site" for kind in sorted(self.inferred_sites))
 
 
@@ -123,10 +123,9 @@ def convert(capture: Capture, mode: str = "batched",
             ) -> Converted:
     """The capture's records in issue order, times relative to `capture.t0`; kernel names demangled if asked.
 
-    With `infer_launch_sites` (launch and memset sites were sampled,
-    `sampling`), a launch the callbacks did not see takes the site of the
-    latest sampled launch of the same kernel before it, else of the first
-    one after it; a memset that of a memset of the same size.
+    With `infer_launch_sites` (launch sites were sampled, `sampling`), a
+    launch the callbacks did not see takes the site of the latest sampled
+    launch of the same kernel before it, else of the first one after it.
     """
     if demangle is not None:
         names = demangle(k.name for k in capture.kernels)
@@ -192,19 +191,16 @@ def is_collective(kernel: str) -> bool:
 
 
 def infer_sites(records: list[Record]) -> dict[str, int]:
-    """Give site-less launches the site of a sampled launch of the same kernel, and site-less memsets that of a
-    sampled memset of the same size, in place; how many of each kind were given one (kinds with none left out)."""
+    """Give site-less launches the site of a sampled launch of the same kernel, in place; how many records of each
+    kind were given one (kinds with none left out: only `launch`, as only launch sites are sampled)."""
     latest: dict[tuple[str, object], Site] = {}
     first: dict[tuple[str, object], Site] = {}
     before: list[tuple[int, tuple[str, object]]] = []  # records ahead of their key's first sample
     inferred: dict[str, int] = {}
     for i, r in enumerate(records):
-        if r.kind == "launch":
-            key: tuple[str, object] = ("launch", r.kernel)
-        elif r.kind == "memset":
-            key = ("memset", r.nbytes)
-        else:
+        if r.kind != "launch":
             continue
+        key: tuple[str, object] = ("launch", r.kernel)
         if r.site is not None:
             latest[key] = r.site
             first.setdefault(key, r.site)

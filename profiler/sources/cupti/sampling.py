@@ -22,7 +22,7 @@ the callbacks of copies and syncs on the same thread (on the H200 with
 CUDA 13 and cupti-python 13.0.1: three of four `.item()` calls of an
 LSTM loop lost their site and sync), so they are not sampled.
 
-Copies, memsets and syncs keep their callbacks always: the rules need their
+Copies and syncs keep their callbacks always too: the rules need their
 sites, host pointers and fingerprints, and there are few of them.
 
 The callbacks are switched from this module's own thread only, so calls
