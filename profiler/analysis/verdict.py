@@ -305,11 +305,12 @@ class _Waits:
 
     def drainers(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For each time in `t`: whether the host was waiting as the device ran dry then, and the line charged."""
+        if not self.begin.size:
+            return np.zeros(t.size, dtype=bool), np.full(t.size, -1, dtype=np.int64)
         k = np.searchsorted(self.begin, t, side="left") - 1
         safe = np.maximum(k, 0)
-        drained = (k >= 0) & (t <= self.finish[safe] + WAIT_SLACK_NS) if self.begin.size else np.zeros(t.size, bool)
-        site = self.site[safe] if self.begin.size else np.full(t.size, -1, dtype=np.int64)
-        return drained, np.where(drained, site, -1)
+        drained = (k >= 0) & (t <= self.finish[safe] + WAIT_SLACK_NS)
+        return drained, np.where(drained, self.site[safe], -1)
 
 
 def _waits(run: Run, tl: Timeline | None) -> _Waits:

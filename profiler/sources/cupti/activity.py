@@ -24,9 +24,6 @@ CUPTI_COPY_KINDS: dict[int, CopyDirection] = {0: "unknown", 1: "h2d", 2: "d2h", 
 #: CUpti_ActivityMemoryKind -> name
 CUPTI_MEMORY_KINDS = {0: "unknown", 1: "pageable", 2: "pinned", 3: "device", 4: "array", 5: "managed",
                       6: "device", 7: "managed"}
-#: CUpti_ActivitySynchronizationType -> name; a stream waiting on an event blocks no host thread
-SYNC_TYPES = {0: "unknown", 1: "event", 2: "stream_wait_event", 3: "stream", 4: "context"}
-HOST_WAITS = frozenset({"event", "stream", "context"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,16 +169,10 @@ def kernels_from(rows: Any, name_of: Callable[[int], str]) -> list[Kernel]:
 
 
 def sync_type_of(api_name: str) -> str:
-    """The `SYNC_TYPES` name of a host sync call: `cudaEventSynchronize_v3020` -> `event`, `cuCtxSynchronize` ->
-    `context`."""
+    """What a host sync call waits for: `cudaEventSynchronize_v3020` -> `event`, `cuStreamSynchronize` -> `stream`,
+    `cudaDeviceSynchronize_v3020` or `cuCtxSynchronize` -> `context`."""
     if "Event" in api_name:
         return "event"
     if "Stream" in api_name:
         return "stream"
     return "context"
-
-
-def syncs_from(rows: Any) -> list[Sync]:
-    return [Sync(corr, SYNC_TYPES.get(t, "unknown"), s, e, st)
-            for corr, t, s, e, st in zip(_column(rows, "correlation_id"), _column(rows, "type"), _column(rows, "start"),
-                                         _column(rows, "end"), _column(rows, "stream_id", 0))]

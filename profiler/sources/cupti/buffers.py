@@ -30,7 +30,7 @@ import numpy as np
 BUFFER_BYTES = 8 << 20
 #: activity kind name -> prefix of cupti-python's dtype for its record (the highest version is used)
 RECORD_DTYPES = {"MEMCPY": "activity_memcpy", "MEMSET": "activity_memset", "CONCURRENT_KERNEL": "activity_kernel",
-                 "SYNCHRONIZATION": "activity_synchronization", "MEMCPY2": "activity_memcpy_pto_p"}
+                 "MEMCPY2": "activity_memcpy_pto_p"}
 
 
 def record_dtypes(cupti: ModuleType) -> dict[int, np.dtype]:

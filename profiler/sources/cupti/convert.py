@@ -25,20 +25,21 @@ and `peer` equal; between peers: `peer` the destination), memsets and
 NCCL's kernels (`collective` records named by the kernel: every NCCL
 collective and point-to-point transfer runs as one) are records of their
 own. What the model still has no kind for (host-to-host copies, copies of
-an unknown kind, stream waits on events) is counted in `Leftovers`, so
-that the CLI can say what the trace leaves out.
+an unknown kind) is counted in `Leftovers`, so that the CLI can say what
+the trace leaves out; streams' waits on events are not recorded at all
+(`tracer`: no SYNCHRONIZATION records).
 """
 
 from __future__ import annotations
 
 import shutil
 import subprocess
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Union
 
 from ...trace.records import Record, Site
 from ..sitecache import SiteCache
-from .activity import HOST_WAITS, ApiCall, Capture, Copy, Kernel, Memset, Sync
+from .activity import ApiCall, Capture, Copy, Kernel, Memset, Sync
 
 Activity = Union[Copy, Memset, Kernel, Sync]
 
@@ -49,7 +50,6 @@ class Leftovers:
 
     device_copies: tuple[int, int] = (0, 0)
     memsets: tuple[int, int] = (0, 0)
-    stream_waits: int = 0
 
     def describe(self) -> str:
         """One line for the CLI, or "" when nothing was left out."""
@@ -60,8 +60,6 @@ class Leftovers:
             parts.append(f"{self.device_copies[0]} device-side copies ({fmt_bytes(self.device_copies[1])})")
         if self.memsets[0]:
             parts.append(f"{self.memsets[0]} memsets ({fmt_bytes(self.memsets[1])})")
-        if self.stream_waits:
-            parts.append(f"{self.stream_waits} stream waits on events")
         return ", ".join(parts)
 
 
@@ -69,13 +67,8 @@ class Leftovers:
 class Converted:
     records: tuple[Record, ...]
     leftovers: Leftovers
-    #: kind -> how many of its records took their site from a sampled one (`infer_sites`)
-    inferred_sites: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def estimated(self) -> tuple[str, ...]:
-        """`Meta.estimated`'s entries for the sites lent (`launch.site`)."""
-        return tuple(f"{kind}.site" for kind in sorted(self.inferred_sites))
+    #: launches whose site was taken from a sampled launch of the same kernel
+    inferred_sites: int = 0
 
 
 def call_of(calls: dict[int, ApiCall], a: Activity) -> ApiCall | None:
@@ -137,15 +130,12 @@ def convert(capture: Capture, mode: str = "batched",
     calls = capture.calls
     t0 = capture.t0
     order: list[tuple[int, int, int, Activity, ApiCall | None]] = []
-    device, memsets, waits = [0, 0], [0, 0], 0
+    device, memsets = [0, 0], [0, 0]
     activities: list[Activity] = [*capture.copies, *capture.kernels, *capture.syncs, *capture.memsets]
     for a in activities:
         if isinstance(a, Copy) and a.direction not in ("h2d", "d2h", "d2d", "p2p"):
             device[0] += 1
             device[1] += a.nbytes
-            continue
-        if isinstance(a, Sync) and a.type not in HOST_WAITS:
-            waits += 1
             continue
         call = call_of(calls, a)
         key = call.correlation if call is not None else a.correlation
@@ -179,8 +169,8 @@ def convert(capture: Capture, mode: str = "batched",
                 enter = call.enter_ns if call is not None and call.enter_ns else a.start
                 enter = min(enter, a.start)
                 records.append(Record("sync", enter - t0, a.start - enter, site=site, mode=mode))
-    leftovers = Leftovers((device[0], device[1]), (memsets[0], memsets[1]), waits)
-    inferred = infer_sites(records) if infer_launch_sites else {}
+    leftovers = Leftovers((device[0], device[1]), (memsets[0], memsets[1]))
+    inferred = infer_sites(records) if infer_launch_sites else 0
     return Converted(tuple(records), leftovers, inferred)
 
 
@@ -190,32 +180,30 @@ def is_collective(kernel: str) -> bool:
     return kernel.startswith("nccl")
 
 
-def infer_sites(records: list[Record]) -> dict[str, int]:
-    """Give site-less launches the site of a sampled launch of the same kernel, in place; how many records of each
-    kind were given one (kinds with none left out: only `launch`, as only launch sites are sampled)."""
-    latest: dict[tuple[str, object], Site] = {}
-    first: dict[tuple[str, object], Site] = {}
-    before: list[tuple[int, tuple[str, object]]] = []  # records ahead of their key's first sample
-    inferred: dict[str, int] = {}
+def infer_sites(records: list[Record]) -> int:
+    """Give site-less launches the site of a sampled launch of the same kernel, in place; how many were given one."""
+    latest: dict[str | None, Site] = {}
+    first: dict[str | None, Site] = {}
+    before: list[int] = []  # launches ahead of their kernel's first sample
+    inferred = 0
     for i, r in enumerate(records):
         if r.kind != "launch":
             continue
-        key: tuple[str, object] = ("launch", r.kernel)
         if r.site is not None:
-            latest[key] = r.site
-            first.setdefault(key, r.site)
+            latest[r.kernel] = r.site
+            first.setdefault(r.kernel, r.site)
             continue
-        site = latest.get(key)
+        site = latest.get(r.kernel)
         if site is None:
-            before.append((i, key))
+            before.append(i)
             continue
         records[i] = replace(r, site=site)
-        inferred[r.kind] = inferred.get(r.kind, 0) + 1
-    for i, key in before:
-        site = first.get(key)
+        inferred += 1
+    for i in before:
+        site = first.get(records[i].kernel)
         if site is not None:
             records[i] = replace(records[i], site=site)
-            inferred[key[0]] = inferred.get(key[0], 0) + 1
+            inferred += 1
     return inferred
 
 

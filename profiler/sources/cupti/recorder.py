@@ -135,7 +135,7 @@ class CuptiRecorder:
                              started_at=self._started_at, wall_ns=capture.t1 - capture.t0,
                              fingerprints=self.fingerprints, command=command, argv=argv, outcome=outcome,
                              exit_code=exit_code, link=link,
-                             estimated=converted.estimated)
+                             estimated=("launch.site",) if converted.inferred_sites else ())
         return Run(meta, self._with_collectives(converted.records))
 
     def _with_collectives(self, records: Sequence[Record]) -> tuple[Record, ...]:

@@ -36,10 +36,6 @@ import random
 import threading
 from typing import Callable, Literal
 
-from .apis import LAUNCH
-
-#: the calls whose callbacks are sampled (the rest are always heard)
-SAMPLED_ROLES = frozenset({LAUNCH})
 #: the launch sites a recording takes: a sample of them (default), all of them (`--every-launch`), none
 LaunchSites = Literal["sampled", "all", "none"]
 PER_WINDOW = 32

@@ -54,13 +54,13 @@ from offload_core.borrows import fingerprint_bytes
 
 from ...errors import ProfilerError
 from . import activity as act
-from .apis import APIS, COPY, DRIVER, RUNTIME, SYNC, Api, copy_reader, resolve
+from .apis import APIS, COPY, DRIVER, LAUNCH, RUNTIME, SYNC, Api, copy_reader, resolve
 from .buffers import CStrings, Pool, record_dtypes, records_of
 from .frames import FrameFilter
 from .listeners import LISTENERS
 from .native import CallbackLayout, Native, unsubscribe_reporting
 from .probe import version_mismatch
-from .sampling import PER_WINDOW, PERIOD_S, SAMPLED_ROLES, LaunchSampler, LaunchSites
+from .sampling import PER_WINDOW, PERIOD_S, LaunchSampler, LaunchSites
 
 _ACTIVE: Tracer | None = None
 _REGISTERED: Any = None  # the Native the buffer callbacks were registered with (once per process)
@@ -152,7 +152,7 @@ class Tracer:
                 table = resolve(APIS, c.runtime_api_trace_cbid, c.driver_api_trace_cbid)
                 domains = {RUNTIME: int(c.CallbackDomain.RUNTIME_API), DRIVER: int(c.CallbackDomain.DRIVER_API)}
                 by_id = {(domains[d], cbid): api for (d, cbid), api in table.items()}
-                launches = [key for key, api in by_id.items() if api.role in SAMPLED_ROLES]
+                launches = [key for key, api in by_id.items() if api.role == LAUNCH]
                 if self.launch_sites == "sampled" and launches:  # made first: the callback counts launches for it
                     self.sampler = LaunchSampler(self._switch(launches), per_window=self._window[0],
                                                  period_s=self._window[1], on_reopen=self._outer.clear)
@@ -160,7 +160,7 @@ class Tracer:
                     LISTENERS.session.pause()
                 self._subscriber, self._pointer = native.subscribe(self._callback(by_id))
                 for key, api in by_id.items():
-                    if api.role not in SAMPLED_ROLES or self.launch_sites != "none":
+                    if api.role != LAUNCH or self.launch_sites != "none":
                         native.enable_callback(self._subscriber, *key)
                 if self.sampler is not None:
                     self.sampler.start()
@@ -268,7 +268,6 @@ class Tracer:
             int(k.MEMCPY): (act.copies_from, copies),
             int(k.MEMSET): (act.memsets_from, memsets),
             int(k.CONCURRENT_KERNEL): (lambda rows: act.kernels_from(rows, names), kernels),
-            int(k.SYNCHRONIZATION): (act.syncs_from, syncs),
         }
         if hasattr(k, "MEMCPY2"):
             readers[int(k.MEMCPY2)] = (act.peer_copies_from, copies)
@@ -382,7 +381,7 @@ class Tracer:
                             calls[corr] = (api, inside[0], inside[1], None, None, None, None, 0)
                         return
                     nested = inside is not None
-                if role in SAMPLED_ROLES and sampler is not None:
+                if role == LAUNCH and sampler is not None:
                     sampler.seen()
                 try:
                     frame = getframe(1)

@@ -5,10 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from profiler.sources.cupti.activity import copies_from, kernels_from, memsets_from, peer_copies_from, syncs_from
+from profiler.sources.cupti.activity import copies_from, kernels_from, memsets_from, peer_copies_from
 
-from .fakelib.fakecupti import (activity_kernel10_dtype, activity_memcpy6_dtype, activity_memset4_dtype,
-                                activity_synchronization2_dtype)
+from .fakelib.fakecupti import activity_kernel10_dtype, activity_memcpy6_dtype, activity_memset4_dtype
 
 
 def rows(dtype: np.dtype, *records: dict[str, int]) -> np.ndarray:
@@ -46,9 +45,6 @@ def test_other_records() -> None:
     assert (k.name, k.start, k.end, k.stream, k.device) == ("cupy_add", 1, 5, 2, 1)
     (m,) = memsets_from(rows(activity_memset4_dtype, dict(correlation_id=4, bytes=64, memory_kind=3, start=1, end=2)))
     assert (m.nbytes, m.memory_kind) == (64, "device")
-    s, w = syncs_from(rows(activity_synchronization2_dtype, dict(correlation_id=5, type=4, start=1, end=9),
-                           dict(correlation_id=6, type=2)))
-    assert (s.type, s.end, w.type) == ("context", 9, "stream_wait_event")
     (p,) = peer_copies_from(rows(activity_memset4_dtype, dict(correlation_id=6, bytes=10, start=1, end=2)))
     assert (p.direction, p.src_kind, p.nbytes) == ("p2p", "device", 10)
 

@@ -71,8 +71,6 @@ activity_memcpy6_dtype = _record_dtype([("copy_kind", "u1"), ("src_kind", "u1"),
                                         ("runtime_correlation_id", "<u4")])
 activity_kernel10_dtype = _record_dtype([("start", "<u8"), ("end", "<u8"), ("device_id", "<u4"), ("stream_id", "<u4"),
                                          ("correlation_id", "<u4"), ("_pad2", "<u4"), ("name", "<u8")])
-activity_synchronization2_dtype = _record_dtype([("type", "<u4"), ("_pad2", "<u4"), ("start", "<u8"), ("end", "<u8"),
-                                                 ("correlation_id", "<u4"), ("stream_id", "<u4")])
 activity_memset4_dtype = _record_dtype([("bytes", "<u8"), ("start", "<u8"), ("end", "<u8"), ("device_id", "<u4"),
                                         ("stream_id", "<u4"), ("correlation_id", "<u4"), ("memory_kind", "<u4")])
 
@@ -88,7 +86,6 @@ class FakeCupti:
     callback_data_dtype = callback_data_dtype
     activity_memcpy6_dtype = activity_memcpy6_dtype
     activity_kernel10_dtype = activity_kernel10_dtype
-    activity_synchronization2_dtype = activity_synchronization2_dtype
     activity_memset4_dtype = activity_memset4_dtype
 
     def __init__(self) -> None:
@@ -117,7 +114,6 @@ class FakeCupti:
 
     def record(self, kind: int, **fields: Any) -> None:
         dtype = {ActivityKind.MEMCPY: activity_memcpy6_dtype, ActivityKind.CONCURRENT_KERNEL: activity_kernel10_dtype,
-                 ActivityKind.SYNCHRONIZATION: activity_synchronization2_dtype,
                  ActivityKind.MEMSET: activity_memset4_dtype}[kind]
         if int(kind) in self.kinds:
             self.queued.append((dtype, {"kind": int(kind), **fields}))
@@ -262,15 +258,12 @@ class FakeCuda:
         return corr
 
     def synchronize(self) -> int:
-        corr = self._call(CallbackDomain.RUNTIME_API, "cudaStreamSynchronize_v3020", None, lambda: None)
-        start = self.cupti.get_timestamp()
-        self.cupti.record(ActivityKind.SYNCHRONIZATION, correlation_id=corr, type=3, start=start, end=start + 300,
-                          stream_id=7)
-        return corr
+        """`cudaStreamSynchronize`: its callbacks time it (no SYNCHRONIZATION records)."""
+        return self._call(CallbackDomain.RUNTIME_API, "cudaStreamSynchronize_v3020", None, lambda: None)
 
     def synchronize_nested(self) -> int:
         """`cudaStreamSynchronize` making its driver call (`cuStreamSynchronize`) inside, as the real runtime does;
-        no activity record (CUPTI writes one only with SYNCHRONIZATION records on)."""
+        its callbacks time it."""
         def body() -> None:
             self._call(CallbackDomain.DRIVER_API, "cuStreamSynchronize", None, lambda: None)
 
