@@ -27,7 +27,9 @@ With `--program`, the same pieces are timed on whole programs instead of
 the copy loops (each program and piece in a fresh process; the program's
 own `loop_s`), with more pieces that matter there: `act:kernel`
 (CONCURRENT_KERNEL records alone), `cb:noop-nolaunch` (the table without
-the launch calls), `act:nosync` (`act:all` without SYNCHRONIZATION
+the launch calls), `cb:tracer-nolaunch` and `cb:tracer-copysync` (the tracer's callback on
+that table, and on copies and syncs only: the difference is what memsets'
+callbacks cost), `act:nosync` (`act:all` without SYNCHRONIZATION
 records: what CUPTI's records of host syncs and stream waits on events
 cost), and the recorder with launch sites `none` and `all` besides the
 default `sampled`:
@@ -60,7 +62,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from profiler.sources.cupti import CuptiRecorder  # noqa: E402
-from profiler.sources.cupti.apis import APIS, DRIVER, LAUNCH, RUNTIME, resolve  # noqa: E402
+from profiler.sources.cupti.apis import APIS, COPY, DRIVER, LAUNCH, RUNTIME, SYNC, resolve  # noqa: E402
 from profiler.sources.cupti.native import Native  # noqa: E402
 from profiler.sources.cupti.probe import import_cupti  # noqa: E402
 from profiler.sources.cupti.tracer import Tracer  # noqa: E402
@@ -84,6 +86,8 @@ class Config:
         self.recorder: CuptiRecorder | None = None
         self.fn: Callable[..., None] | None = None
         self.counts: collections.Counter[tuple[int, int]] = collections.Counter()
+        #: (launch callbacks heard, windows) of a sampled recorder, once it stopped
+        self.sampled: tuple[int, int] | None = None
 
     def on(self) -> None:
         c, k = self.c, self.c.ActivityKind
@@ -96,8 +100,10 @@ class Config:
                 self.kinds.append(kind)
         elif self.name.startswith("cb:"):
             ids = table_ids(c)
-            if self.name == "cb:noop-nolaunch":
+            if self.name in ("cb:noop-nolaunch", "cb:tracer-nolaunch"):
                 ids = {key: api for key, api in ids.items() if api.role != LAUNCH}
+            elif self.name == "cb:tracer-copysync":
+                ids = {key: api for key, api in ids.items() if api.role in (COPY, SYNC)}
             if self.name in ("cb:noop", "cb:noop-py", "cb:noop-nolaunch"):
                 def fn(userdata: Any, domain: int, cbid: int, cbdata: Any) -> None:
                     return None
@@ -135,14 +141,17 @@ class Config:
                 self.native.unsubscribe(self.sub)
             self.sub = None
         if self.recorder is not None:
+            sampler = self.recorder._tracer.sampler if self.recorder._tracer is not None else None
             self.recorder.stop()
             self.recorder = None
+            if sampler is not None:
+                self.sampled = (sampler.heard, sampler.windows)
 
 
 PROGRAM_CONFIGS = ["off", "act:kernel", "act:all", "cb:noop-nolaunch", "cb:noop", "cb:tracer", "recorder:none",
                    "recorder", "recorder:all"]
 #: every piece `--configs` may name for programs
-KNOWN_CONFIGS = [*PROGRAM_CONFIGS, "act:nosync", "act:memcpy", "cb:noop-py"]
+KNOWN_CONFIGS = [*PROGRAM_CONFIGS, "act:nosync", "act:memcpy", "cb:noop-py", "cb:tracer-nolaunch", "cb:tracer-copysync"]
 PROGRAMS = Path(__file__).resolve().parent / "programs"
 
 
@@ -168,6 +177,8 @@ def inner(name: str, argv: list[str]) -> int:
         if name != "off":
             cfg.off()
     print(json.dumps({"run_s": time.perf_counter() - began}))
+    if cfg.sampled is not None:
+        print(json.dumps({"sampled": cfg.sampled}))
     if name == "cb:count":
         calls = ", ".join(f"{c.get_callback_name(dom, cbid)} {cnt}" for (dom, cbid), cnt in cfg.counts.most_common(12))
         print(json.dumps({"callbacks": calls}))
@@ -196,6 +207,7 @@ def programs(specs: list[str], repeats: int, configs: list[str], own_time: str |
     for spec in specs:
         argv = shlex.split(spec)
         best: dict[str, float] = {}
+        sampled: list[str] = []
         for round_ in range(repeats):  # the pieces interleaved, so that a slow spell of the machine hits them all
             for name in configs:
                 print(f"cupti_breakdown: {argv[0]}, round {round_ + 1}/{repeats}, {name} ...", file=sys.stderr,
@@ -207,12 +219,18 @@ def programs(specs: list[str], repeats: int, configs: list[str], own_time: str |
                     print(f"{spec}: {name} failed ({out.returncode}): {out.stderr.strip()[-400:]}", file=sys.stderr)
                     break
                 best[name] = min(best.get(name, loop), loop)
+                for x in out.stdout.splitlines():
+                    if x.startswith('{"sampled"'):
+                        heard, windows = json.loads(x)["sampled"]
+                        sampled.append(f"{name} round {round_ + 1}: {heard:,} in {windows:,} windows")
         off = best.get("off")
         cells = [f"{off:>16.3f}" if off is not None else f"{'-':>16}"]
         for name in configs[1:]:
             v = best.get(name)
             cells.append(f"{'-':>16}" if v is None or off is None else f"{v - off:>+9.3f} {v / off:5.2f}x")
         print(f"{spec:<34} " + " ".join(cells))
+        if sampled:
+            print(f"{'':<34} launch callbacks heard while sampling: {'; '.join(sampled)}")
         out = subprocess.run([sys.executable, __file__, "--inner", "cb:count", *argv], capture_output=True, text=True,
                              check=False)
         counted = [json.loads(x)["callbacks"] for x in out.stdout.splitlines() if x.startswith('{"callbacks"')]

@@ -40,6 +40,7 @@ from typing import Callable, Iterable, Union
 from ...trace.records import Record, Site
 from ..sitecache import SiteCache
 from .activity import ApiCall, Capture, Copy, Kernel, Memset, Sync
+from .apis import COPY, LAUNCH, MEMSET, SYNC
 
 Activity = Union[Copy, Memset, Kernel, Sync]
 
@@ -69,20 +70,43 @@ class Converted:
     leftovers: Leftovers
     #: launches whose site was taken from a sampled launch of the same kernel
     inferred_sites: int = 0
+    #: activities by kind (a copy by its direction) whose call CUPTI did not call back for (`call_of`)
+    unheard: tuple[tuple[str, int], ...] = ()
+
+    def unheard_text(self) -> str:
+        """One warning line about activities whose call went unheard, or ""."""
+        if not self.unheard:
+            return ""
+        kinds = ", ".join(f"{n:,} {kind}" for kind, n in self.unheard)
+        return (f"CUPTI did not call back for the calls that made {kinds} record(s): they have no call site, and "
+                "a host sync those calls made is missing from the trace")
+
+
+#: the role of the call that issues each kind of activity (`apis`)
+_ISSUED_BY: dict[type, str] = {Copy: COPY, Memset: MEMSET, Kernel: LAUNCH, Sync: SYNC}
 
 
 def call_of(calls: dict[int, ApiCall], a: Activity) -> ApiCall | None:
-    """The intercepted call that issued `a`, by its correlation id or a memcpy's runtime one.
+    """The intercepted call that issued `a`, by its correlation id or a memcpy's runtime one; None if none did.
 
     A copy made through the runtime is two calls (the runtime call and the
     driver call inside it); the tracer reads the arguments of the outer one
     only, so the runtime call is preferred when it has them.
+
+    A call of another kind is never the answer. When CUPTI does not call
+    back for the call that issued an activity, the activity's record still
+    carries a correlation id, that of a call CUPTI did call back for (on the
+    H200, 672 `.item()` copies of word_language_model's last evaluation all
+    named one launch of the LSTM's forward line); taking it would charge
+    every such copy to that call's line.
     """
     call = calls.get(a.correlation)
     if isinstance(a, Copy) and a.runtime_correlation and (call is None or call.count is None):
         outer = calls.get(a.runtime_correlation)
         if outer is not None:
-            return outer
+            call = outer
+    if call is not None and call.role != _ISSUED_BY[type(a)] and "GraphLaunch" not in call.name:
+        return None  # a CUDA graph's launch issues its copies and memsets too
     return call
 
 
@@ -131,6 +155,7 @@ def convert(capture: Capture, mode: str = "batched",
     t0 = capture.t0
     order: list[tuple[int, int, int, Activity, ApiCall | None]] = []
     device, memsets = [0, 0], [0, 0]
+    missed: dict[str, int] = {}
     activities: list[Activity] = [*capture.copies, *capture.kernels, *capture.syncs, *capture.memsets]
     for a in activities:
         if isinstance(a, Copy) and a.direction not in ("h2d", "d2h", "d2d", "p2p"):
@@ -138,6 +163,9 @@ def convert(capture: Capture, mode: str = "batched",
             device[1] += a.nbytes
             continue
         call = call_of(calls, a)
+        if call is None and a.correlation in calls:  # it named a call of another kind: its own went unheard
+            kind = a.direction if isinstance(a, Copy) else _ISSUED_BY[type(a)]
+            missed[kind] = missed.get(kind, 0) + 1
         key = call.correlation if call is not None else a.correlation
         order.append((key, a.start, len(order), a, call))
     order.sort(key=lambda t: (t[0], t[1], t[2]))
@@ -171,7 +199,7 @@ def convert(capture: Capture, mode: str = "batched",
                 records.append(Record("sync", enter - t0, a.start - enter, site=site, mode=mode))
     leftovers = Leftovers((device[0], device[1]), (memsets[0], memsets[1]))
     inferred = infer_sites(records) if infer_launch_sites else 0
-    return Converted(tuple(records), leftovers, inferred)
+    return Converted(tuple(records), leftovers, inferred, tuple(sorted(missed.items())))
 
 
 def is_collective(kernel: str) -> bool:

@@ -163,6 +163,9 @@ class CuptiRecorder:
         if capture.dropped:
             out.append(f"warning: CUPTI dropped {capture.dropped} activity records (buffers full)")
         out += [f"warning: {e}" for e in capture.errors]
+        unheard = self.converted().unheard_text()
+        if unheard:
+            out.append(f"warning: {unheard}")
         return out
 
 

@@ -14,13 +14,12 @@ so that a window does not always fall on the same part of a step), and
 a launch without a site takes the site of a sampled launch of the same
 kernel (`convert`; `Meta.estimated` names `launch.site`).
 
-Memsets keep their callbacks although no rule reads their sites: PyTorch
-makes tens of thousands (74,000 in one epoch of word_language_model) and
-their callbacks cost about a quarter of that program's loop time, but
-switching their callbacks on and off with the launches' made CUPTI miss
-the callbacks of copies and syncs on the same thread (on the H200 with
-CUDA 13 and cupti-python 13.0.1: three of four `.item()` calls of an
-LSTM loop lost their site and sync), so they are not sampled.
+Memsets are not sampled: switching their callbacks on and off with the
+launches' made three of four `.item()` calls of an LSTM loop lose their
+site and sync (on the H200 with CUDA 13 and cupti-python 13.0.1; see
+docs/cupti.md for a rarer loss under launch sampling alone). They are heard
+in the driver only instead (`apis`), which halves their callbacks and
+skips the runtime's empty memsets.
 
 Copies and syncs keep their callbacks always too: the rules need their
 sites, host pointers and fingerprints, and there are few of them.
@@ -52,6 +51,8 @@ class LaunchSampler:
         self.period_s = period_s
         self.on_reopen = on_reopen
         self.count = 0
+        #: launch callbacks heard in all windows (`count` is this window's)
+        self.heard = 0
         self.windows = 1  # the callbacks are on when the recording starts
         #: set while the callbacks are off
         self.closed = threading.Event()
@@ -68,6 +69,7 @@ class LaunchSampler:
     def seen(self) -> None:
         """A launch callback ran (called from the callback: must stay cheap)."""
         self.count += 1
+        self.heard += 1
         if self.count == self.per_window:
             self._full.set()
 

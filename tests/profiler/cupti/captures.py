@@ -49,6 +49,11 @@ class Builder:
         self.copies.append(Copy(c, 0, "d2h", "device", kind, nbytes, *self._span(800)))
         return c
 
+    def unheard_d2h(self, named: int, nbytes: int = 4) -> None:
+        """A `.item()` copy whose calls CUPTI did not call back for: its record names call `named` instead."""
+        self.t += 5000
+        self.copies.append(Copy(named, 0, "d2h", "device", "pageable", nbytes, *self._span(800)))
+
     def kernel(self, line: int, name: str = "k") -> int:
         c = self._call("cuLaunchKernel", "launch", line)
         self.kernels.append(Kernel(c, name, *self._span(3000)))
@@ -65,7 +70,7 @@ class Builder:
         return c
 
     def memset(self, line: int, nbytes: int) -> int:
-        c = self._call("cudaMemsetAsync_v3020", "memset", line)
+        c = self._call("cuMemsetD8Async", "memset", line)
         self.memsets.append(Memset(c, nbytes, "device", *self._span(100)))
         return c
 

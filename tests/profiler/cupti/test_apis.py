@@ -5,7 +5,7 @@ from __future__ import annotations
 import ctypes
 import enum
 
-from profiler.sources.cupti.apis import APIS, COPY, LAUNCH, MEMSET, SYNC, Api, Layout, copy_reader, resolve
+from profiler.sources.cupti.apis import APIS, COPY, LAUNCH, MEMSET, RUNTIME, SYNC, Api, Layout, copy_reader, resolve
 
 from .fakelib.fakecupti import DriverCopyParams, MemcpyParams
 
@@ -19,8 +19,9 @@ def test_the_table_covers_each_role_once_per_name() -> None:
     # the calls CuPy, PyTorch and Numba copy and launch with
     for name in ("cudaMemcpyAsync_v3020", "cudaMemcpy_v3020", "cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2",
                  "cuMemcpyHtoDAsync_v2", "cudaLaunchKernel_v7000", "cuLaunchKernel", "cudaStreamSynchronize_v3020",
-                 "cudaDeviceSynchronize_v3020", "cuCtxSynchronize", "cudaMemsetAsync_v3020"):
+                 "cudaDeviceSynchronize_v3020", "cuCtxSynchronize", "cuMemsetD8Async"):
         assert name in by_name, name
+    assert not any(a.role == MEMSET and a.domain == RUNTIME for a in APIS), "memsets are heard in the driver only"
     assert by_name["cudaMemcpy_v3020"].synchronous and not by_name["cudaMemcpyAsync_v3020"].synchronous
     assert by_name["cuMemcpyDtoH_v2"].layout.direction == "d2h"  # type: ignore[union-attr]
     assert not by_name["cudaMemcpy2D_v3020"].layout.flat  # type: ignore[union-attr]

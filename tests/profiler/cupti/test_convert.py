@@ -158,3 +158,27 @@ def test_memsets_without_a_site_are_not_given_one() -> None:
     assert [r.site for r in records] == [None, zero, None]
 
 
+
+
+def test_a_record_naming_a_call_of_another_kind_is_not_charged_to_its_line() -> None:
+    """CUPTI's record of an unheard call carries a heard call's correlation id: a copy never takes a launch's line."""
+    b = Builder()
+    forward = b.kernel(50, "lstm")
+    b.unheard_d2h(forward)
+    b.unheard_d2h(forward)
+    b.d2h(19, 4, host=0x10)
+    out = convert(b.capture())
+    downs = [r for r in out.records if r.kind == "d2h"]
+    assert [r.site.line if r.site else None for r in downs] == [None, None, 19]
+    assert [r.site.line for r in out.records if r.kind == "launch"] == [50]
+    assert out.unheard == (("d2h", 2),)
+    assert out.unheard_text().startswith("CUPTI did not call back for the calls that made 2 d2h record(s)")
+    assert convert(Builder().capture()).unheard_text() == ""
+
+
+def test_a_cuda_graph_launch_issues_copies_and_memsets() -> None:
+    b = Builder()
+    graph = b._call("cudaGraphLaunch_v10000", "launch", 7)
+    b.copies.append(Copy(graph, 0, "d2d", "device", "device", 64, *b._span(100)))
+    out = convert(b.capture())
+    assert [(r.kind, r.site.line) for r in out.records] == [("d2d", 7)] and out.unheard == ()

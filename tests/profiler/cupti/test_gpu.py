@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -36,12 +37,14 @@ def marker(program: str, name: str) -> int:
     return next(n for n, text in enumerate(lines, 1) if text.rstrip().endswith(f"# site: {name}"))
 
 
-def record(tmp_path: Path, program: str, *flags: str) -> Run:
+def record(tmp_path: Path, program: str, *flags: str, allow: str = "") -> Run:
+    """The program recorded; a warning fails the test unless it contains `allow`."""
     proc = prof("run", "--source", "cupti", *flags, "-o", "t.json", "--", str(PROGRAMS / program), cwd=tmp_path,
                 timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "backend cupti" in proc.stderr
-    assert "offload-prof: warning:" not in proc.stderr, proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if "offload-prof: warning:" in line]
+    assert all(allow and allow in line for line in warnings), proc.stderr
     return Run.load(tmp_path / "t.json")
 
 
@@ -103,6 +106,8 @@ def test_cupy_program(tmp_path: Path) -> None:
     assert [r.nbytes for r in pinned] == [32 * MiB] * 3 and all(r.pinned for r in pinned)
     result = at(run, p, "result", "d2h")
     assert [r.nbytes for r in result] == [x.nbytes]
+    zeroed = at(run, p, "zeros", "memset")
+    assert [r.nbytes for r in zeroed] == [x.nbytes], "cp.zeros's memset: its driver call gives the record its line"
 
     launches = [r for r in run.records if r.kind == "launch"]
     assert len(launches) >= 40 and all(r.kernel for r in launches)
@@ -159,10 +164,12 @@ def test_sampled_launch_sites_lose_no_copy_or_sync_of_a_busy_loop(tmp_path: Path
     lost sync.
     """
     p = "torch_lstm_items.py"
-    run = record(tmp_path, p, "--no-fingerprints")
+    # CUPTI turning callbacks off by itself is put right and said (`Tracer._switch`); what counts is what was kept
+    run = record(tmp_path, p, "--no-fingerprints", allow="CUPTI turned off the callbacks")
     steps = 400
     items = at(run, p, "item", "d2h")
-    assert len(items) == steps and all(r.nbytes == 4 for r in items)
+    where = Counter((r.kind, r.site.line if r.site else None) for r in run.records if r.kind in ("d2h", "sync"))
+    assert len(items) == steps and all(r.nbytes == 4 for r in items), f"copies and syncs by line: {where}"
     assert not at(run, p, "forward", "d2h"), "no copy of the loop is charged to the forward line"
     assert len(at(run, p, "item", "sync")) == steps, "each scalar read waits once"
     assert "launch.site" in run.meta.estimated, "the launch sites were sampled"

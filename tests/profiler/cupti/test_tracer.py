@@ -251,6 +251,40 @@ def test_launch_sites_are_sampled_in_windows(fake) -> None:  # type: ignore[no-u
     assert [r.duration_ns for r in launches] == [2000] * 8, "every launch is timed from its activity record"
 
 
+def test_callbacks_gone_off_while_switching_are_turned_on_again(fake) -> None:  # type: ignore[no-untyped-def]
+    cupti, cuda, frames = fake
+    t = Tracer(cupti, fingerprints=False, frames=frames, native=cupti.native, launch_window=2,
+               launch_pause_s=60).start()
+    x = np.ones(8)
+    cuda.memcpy(x.ctypes.data, x.ctypes.data, x.nbytes, cuda.H2D)  # heard: the switch checks it from now on
+    copy_id = (int(fakecupti.CallbackDomain.RUNTIME_API), int(fakecupti.runtime_api_trace_cbid.cudaMemcpy_v3020))
+    cupti.native.clobber = copy_id  # the switch that closes the window turns the copy's callbacks off too
+    cuda.launch("k")
+    cuda.launch("k")
+    assert t.sampler is not None and t.sampler.closed.wait(10)
+    later = cuda.memcpy(x.ctypes.data, x.ctypes.data, x.nbytes, cuda.H2D)  # marker: copy after the switch
+    capture = t.stop()
+    assert capture.calls[later].site[1] == line_of("# marker: copy after the switch")
+    assert t.restored == 1
+    (note,) = [e for e in capture.errors if e.startswith("CUPTI turned off")]
+    assert "1 time(s)" in note and "--every-launch" in note
+
+
+def test_memsets_are_heard_in_the_driver_only(fake) -> None:  # type: ignore[no-untyped-def]
+    """A runtime memset with bytes to set costs the two callbacks of its driver call; an empty one costs none."""
+    cupti, cuda, frames = fake
+    t = Tracer(cupti, fingerprints=False, frames=frames, native=cupti.native, launch_sites="none").start()
+    assert cuda.memset(0) is None  # marker: empty memset
+    zeroed = cuda.memset(4096)  # marker: zeroed
+    capture = t.stop()
+    driver = int(fakecupti.driver_api_trace_cbid.cuMemsetD8Async)
+    assert cuda.heard == [driver, driver], "enter and exit of the driver call; the runtime calls are not listened to"
+    converted = convert(capture)
+    (memset,) = [r for r in converted.records if r.kind == "memset"]
+    assert zeroed in capture.calls and memset.nbytes == 4096
+    assert memset.site is not None and memset.site.line == line_of("# marker: zeroed")
+
+
 @pytest.mark.parametrize("sites", ["all", "none"])
 def test_every_launch_site_or_none(fake, sites: str) -> None:  # type: ignore[no-untyped-def]
     cupti, cuda, frames = fake

@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from profiler.sources.cupti.apis import APIS, DRIVER, RUNTIME
+from profiler.sources.cupti.apis import APIS, DRIVER, RUNTIME, RUNTIME_MEMSETS
 
 
 class CallbackData(ctypes.Structure):
@@ -50,8 +50,9 @@ ActivityKind = enum.IntEnum("ActivityKind", {"MEMCPY": 1, "MEMSET": 2, "CONCURRE
                                              "SYNCHRONIZATION": 38, "MEMCPY2": 22})
 CallbackDomain = enum.IntEnum("CallbackDomain", {"DRIVER_API": 1, "RUNTIME_API": 2})
 ApiCallbackSite = enum.IntEnum("ApiCallbackSite", {"API_ENTER": 0, "API_EXIT": 1})
-runtime_api_trace_cbid = enum.IntEnum(
-    "runtime_api_trace_cbid", {a.name: 1000 + i for i, a in enumerate(a for a in APIS if a.domain == RUNTIME)})
+runtime_api_trace_cbid = enum.IntEnum(  # the real enum names calls the source does not listen to as well
+    "runtime_api_trace_cbid", {name: 1000 + i for i, name in enumerate(
+        [a.name for a in APIS if a.domain == RUNTIME] + list(RUNTIME_MEMSETS))})
 driver_api_trace_cbid = enum.IntEnum(
     "driver_api_trace_cbid", {a.name: 5000 + i for i, a in enumerate(a for a in APIS if a.domain == DRIVER)})
 callback_data_dtype = np.dtype({"names": [n for n, _ in CallbackData._fields_],
@@ -126,6 +127,8 @@ class FakeNative:
         self.cupti = cupti
         self.subscribers: dict[int, Callable[..., None]] = {}
         self.enabled: set[tuple[int, int, int]] = set()
+        #: (domain, cbid) whose callbacks the next `enable_callback` turns off as well
+        self.clobber: tuple[int, int] | None = None
         self.registrations = 0
         self.requested: Callable[..., None] | None = None
         self.completed: Callable[..., None] | None = None
@@ -146,6 +149,12 @@ class FakeNative:
             self.enabled.add((handle, int(domain), int(cbid)))
         else:
             self.enabled.discard((handle, int(domain), int(cbid)))
+        if self.clobber is not None:  # another call's callbacks go off as well
+            self.enabled.discard((handle, *self.clobber))
+            self.clobber = None
+
+    def callback_enabled(self, handle: int, domain: int, cbid: int) -> bool:
+        return (handle, int(domain), int(cbid)) in self.enabled
 
     def unsubscribe(self, handle: int) -> None:
         self.subscribers.pop(handle, None)
@@ -189,6 +198,7 @@ class FakeCuda:
         self.result = ctypes.c_int(0)
         self.fail_next = False
         self.shared_correlation = False  # nested driver calls reuse the runtime call's correlation id
+        self.heard: list[int] = []  # the cbid of every callback a subscriber received, entry and exit
 
     def _call(self, domain: CallbackDomain, name: str, params: ctypes.Structure | None,
               body: Callable[[], None], corr: int | None = None) -> int:
@@ -201,6 +211,7 @@ class FakeCuda:
         native = self.cupti.native
         subscribers = [cb for h, cb in native.subscribers.items() if (h, int(domain), cbid) in native.enabled]
         for cb in subscribers:
+            self.heard.append(cbid)
             cb(None, int(domain), cbid, ctypes.addressof(data))
         self.result.value = 1 if self.fail_next else 0
         self.fail_next = False
@@ -208,6 +219,7 @@ class FakeCuda:
             body()
         data.callback_site = 1
         for cb in subscribers:
+            self.heard.append(cbid)
             cb(None, int(domain), cbid, ctypes.addressof(data))
         return corr
 
@@ -249,13 +261,27 @@ class FakeCuda:
                           end=start + 2000, stream_id=7, device_id=0)
         return corr
 
-    def memset(self, nbytes: int) -> int:
-        """A runtime memset (`cudaMemsetAsync`; PyTorch's zeroed gradients) and its activity record."""
-        corr = self._call(CallbackDomain.RUNTIME_API, "cudaMemsetAsync_v3020", None, lambda: None)
+    def memset(self, nbytes: int) -> int | None:
+        """A runtime memset (`cudaMemsetAsync`; PyTorch's zeroed gradients) as the real runtime makes it.
+
+        With bytes to set, it makes its driver call (`cuMemsetD8Async`)
+        inside, and the activity record carries the driver call's
+        correlation id, which is returned; an empty one makes no driver call
+        and leaves no record (None).
+        """
+        box: dict[str, int] = {}
+
+        def body() -> None:
+            if nbytes:
+                box["driver"] = self._call(CallbackDomain.DRIVER_API, "cuMemsetD8Async", None, lambda: None)
+
+        self._call(CallbackDomain.RUNTIME_API, "cudaMemsetAsync_v3020", None, body)
+        if "driver" not in box:
+            return None
         start = self.cupti.get_timestamp()
-        self.cupti.record(ActivityKind.MEMSET, correlation_id=corr, bytes=nbytes, start=start, end=start + 100,
-                          stream_id=7, device_id=0, memory_kind=3)
-        return corr
+        self.cupti.record(ActivityKind.MEMSET, correlation_id=box["driver"], bytes=nbytes, start=start,
+                          end=start + 100, stream_id=7, device_id=0, memory_kind=3)
+        return box["driver"]
 
     def synchronize(self) -> int:
         """`cudaStreamSynchronize`: its callbacks time it (no SYNCHRONIZATION records)."""

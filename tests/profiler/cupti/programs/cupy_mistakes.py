@@ -15,7 +15,7 @@ BIG = 8 << 20  # 32 MiB of float32
 
 def main() -> None:
     x = np.arange(N, dtype=np.float32)  # the same input on every step
-    acc = cp.zeros(N, dtype=cp.float32)
+    acc = cp.zeros(N, dtype=cp.float32)  # site: zeros
     total = 0.0
     for step in range(STEPS):
         d = cp.asarray(x)  # site: asarray
