@@ -34,8 +34,8 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from dataclasses import dataclass, replace
-from typing import Callable, Iterable, Union
+from dataclasses import dataclass
+from typing import Callable, Iterable, Sequence, Union
 
 from ...trace.records import Record, Site
 from ..sitecache import SiteCache
@@ -170,12 +170,22 @@ def convert(capture: Capture, mode: str = "batched",
         order.append((key, a.start, len(order), a, call))
     order.sort(key=lambda t: (t[0], t[1], t[2]))
 
-    sites = SiteCache()
+    cache = SiteCache()
+    sites = [cache.get(call.site if call is not None else None) for _, _, _, _, call in order]
+    inferred = 0
+    # each kernel's kind, decided once: an NCCL kernel is a collective, the rest are launches
+    collective = [type(a) is Kernel and is_collective(a.name) for _, _, _, a, _ in order]  # type: ignore[union-attr]
+    if infer_launch_sites:  # before any record is made: a frozen record would have to be made twice
+        at = [n for n, (_, _, _, a, _) in enumerate(order) if type(a) is Kernel and not collective[n]]
+        launch_sites = [sites[n] for n in at]
+        inferred = infer_sites([order[n][3].name for n in at], launch_sites)  # type: ignore[union-attr]
+        for n, site in zip(at, launch_sites):
+            sites[n] = site
     records: list[Record] = []
     launch = 0
     for n, (_, _, _, a, call) in enumerate(order):
-        site = sites.get(call.site if call is not None else None)
-        if isinstance(a, Kernel) and is_collective(a.name):
+        site = sites[n]
+        if collective[n]:
             records.append(Record("collective", a.start - t0, max(a.end - a.start, 0), kernel=a.name, site=site,
                                   mode=mode, device=a.device))
         elif isinstance(a, Kernel):
@@ -198,7 +208,6 @@ def convert(capture: Capture, mode: str = "batched",
                 enter = min(enter, a.start)
                 records.append(Record("sync", enter - t0, a.start - enter, site=site, mode=mode))
     leftovers = Leftovers((device[0], device[1]), (memsets[0], memsets[1]))
-    inferred = infer_sites(records) if infer_launch_sites else 0
     return Converted(tuple(records), leftovers, inferred, tuple(sorted(missed.items())))
 
 
@@ -208,29 +217,32 @@ def is_collective(kernel: str) -> bool:
     return kernel.startswith("nccl")
 
 
-def infer_sites(records: list[Record]) -> int:
-    """Give site-less launches the site of a sampled launch of the same kernel, in place; how many were given one."""
-    latest: dict[str | None, Site] = {}
-    first: dict[str | None, Site] = {}
+def infer_sites(kernels: Sequence[str], sites: list[Site | None]) -> int:
+    """Give site-less launches the site of a sampled launch of the same kernel; how many were given one.
+
+    `kernels` and `sites` are the launches' kernel names and sites in issue
+    order; `sites` is filled in place: the latest sampled site of the kernel
+    before the launch, else the first one after it.
+    """
+    latest: dict[str, Site] = {}
+    first: dict[str, Site] = {}
     before: list[int] = []  # launches ahead of their kernel's first sample
     inferred = 0
-    for i, r in enumerate(records):
-        if r.kind != "launch":
+    for i, (kernel, site) in enumerate(zip(kernels, sites)):
+        if site is not None:
+            latest[kernel] = site
+            first.setdefault(kernel, site)
             continue
-        if r.site is not None:
-            latest[r.kernel] = r.site
-            first.setdefault(r.kernel, r.site)
-            continue
-        site = latest.get(r.kernel)
-        if site is None:
+        known = latest.get(kernel)
+        if known is None:
             before.append(i)
             continue
-        records[i] = replace(r, site=site)
+        sites[i] = known
         inferred += 1
     for i in before:
-        site = first.get(records[i].kernel)
-        if site is not None:
-            records[i] = replace(records[i], site=site)
+        known = first.get(kernels[i])
+        if known is not None:
+            sites[i] = known
             inferred += 1
     return inferred
 

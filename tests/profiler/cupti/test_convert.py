@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from profiler.model import Record, Site
-from profiler.sources.cupti.activity import ApiCall, Capture, Copy, Kernel
+from profiler.sources.cupti.activity import ApiCall, Capture, Copy, Kernel, Memset
 from profiler.sources.cupti.convert import convert, infer_sites
 
 from .captures import T0, Builder
@@ -138,26 +138,24 @@ def test_a_runtime_copy_takes_its_arguments_from_the_runtime_call() -> None:
     assert launch.kind == "launch"
 
 
-
 def test_sampled_launch_sites_are_lent_to_unseen_launches_of_the_same_kernel() -> None:
     a, b = Site("/w/t.py", 4, "step"), Site("/w/t.py", 9, "step")
-    records = [Record("launch", 0, 1, kernel="gemm"), Record("launch", 1, 1, kernel="gemm", site=a),
-               Record("launch", 2, 1, kernel="relu"), Record("h2d", 3, 1, 8),
-               Record("launch", 4, 1, kernel="gemm"), Record("launch", 5, 1, kernel="gemm", site=b),
-               Record("launch", 6, 1, kernel="gemm")]
-    assert infer_sites(records) == 3
-    assert [r.site for r in records] == [a, a, None, None, a, b, b], \
-        "the latest sample before, else the first after; a kernel never sampled keeps none"
+    kernels = ["gemm", "gemm", "relu", "gemm", "gemm", "gemm"]
+    sites: list[Site | None] = [None, a, None, None, b, None]
+    assert infer_sites(kernels, sites) == 3
+    assert sites == [a, a, None, a, b, b], "the latest sample before, else the first after; a kernel never sampled keeps none"
 
 
 def test_memsets_without_a_site_are_not_given_one() -> None:
-    """Memset callbacks are never sampled: a memset without a site had no user frame, and keeps none."""
-    zero = Site("/w/t.py", 5, "step")
-    records = [Record("memset", 0, 1, 256), Record("memset", 1, 1, 256, site=zero), Record("memset", 2, 1, 256)]
-    assert infer_sites(records) == 0
-    assert [r.site for r in records] == [None, zero, None]
-
-
+    """Only launch sites are sampled: a memset without a site had no user frame, and keeps none."""
+    b = Builder()
+    b.memset(5, 256)
+    b.memsets.append(Memset(999, 256, "device", *b._span(100)))  # no call heard for it
+    b.kernel(7, "k")
+    out = convert(b.capture(), infer_launch_sites=True)
+    assert [(r.kind, r.site.line if r.site else None) for r in out.records] == [
+        ("memset", 5), ("launch", 7), ("memset", None)]
+    assert out.inferred_sites == 0
 
 
 def test_a_record_naming_a_call_of_another_kind_is_not_charged_to_its_line() -> None:
