@@ -283,10 +283,10 @@ def progress_notice(message: str, after_s: float | None = None,
 def _report(output: Path, run: Run, outcome: Ending, notes: list[str], unrecorded: list[Unrecorded],
             cupti: bool) -> None:
     """The summary line on stderr, the source's notes, and a warning for what the trace cannot hold."""
-    kinds = {k: 0 for k in ("h2d", "d2h", "launch")}
-    for r in run.records:
-        if r.kind in kinds:
-            kinds[r.kind] += 1
+    try:  # from the columns, which writing the trace built anyway: a CUPTI run's records are built only on demand
+        kinds = {k: int(run.columns.kind_mask(k).sum()) for k in ("h2d", "d2h", "launch")}  # type: ignore[arg-type]
+    except OverflowError:  # a value beyond the columns' 64 bits (the trace was written as rows)
+        kinds = {k: sum(r.kind == k for r in run.records) for k in ("h2d", "d2h", "launch")}
     recorded = sum(1 for p in run.meta.processes if p.recorded)
     more = f", from {recorded} processes" if recorded > 1 else ""
     print(f"offload-prof: wrote {output} ({len(run.records)} records: {kinds['h2d']} H2D, {kinds['d2h']} D2H, "

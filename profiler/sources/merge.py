@@ -74,10 +74,12 @@ def merge(main: Run, main_process: Process, t0_ns: int, parts: Sequence[Part],
     """
     processes: list[Process] = [main_process]
     streams: list[Iterable[Record]] = [main.records]
-    sites = SiteCache(main.sites)
-    launches = _Renumber(r.launch for r in main.records)
-    regions = _Renumber(r.region for r in main.records)
     order = sorted(parts, key=lambda p: (p.rows[0][1] if p.rows else float("inf"), p.hello.pid))
+    recorded = any(part.rows for part in order)
+    # the main process's records are read only to be merged with a child's (a CUPTI run's are built on demand)
+    sites = SiteCache(main.sites if recorded else ())
+    launches = _Renumber(r.launch for r in main.records) if recorded else _Renumber(())
+    regions = _Renumber(r.region for r in main.records) if recorded else _Renumber(())
     listed: list[Process] = []
     for part in order:
         h = part.hello
@@ -94,7 +96,8 @@ def merge(main: Run, main_process: Process, t0_ns: int, parts: Sequence[Part],
         streams.append(_records(part.rows, index, t0_ns, launch_offset, region_offset, sites))
     processes += listed
     processes += [Process(u.pid, u.parent, u.start, u.argv, recorded=False, note=u.why) for u in unrecorded]
-    records = tuple(heapq.merge(*streams, key=lambda r: r.start_ns)) if len(streams) > 1 else tuple(main.records)
+    records = (tuple(heapq.merge(*streams, key=lambda r: r.start_ns)) if len(streams) > 1
+               else main.records if not isinstance(main.records, list) else tuple(main.records))
     return Run(replace(main.meta, processes=tuple(processes)), records)
 
 

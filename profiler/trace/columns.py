@@ -42,6 +42,9 @@ _NULLABLE_FIELDS = ("launch", "array", "region")
 _DEVICE_FIELDS = ("device", "peer")
 _CODED_FIELDS = ("kernel", "param", "mode", "fingerprint")
 _KIND_CODES = {k: i for i, k in enumerate(KINDS)}
+#: `Record`'s fields, in its order (`ColumnsBuilder.add`, `Columns.from_fields`)
+_FIELDS = ("kind", "start_ns", "duration_ns", "nbytes", "pinned", "kernel", "launch", "param", "array", "site",
+           "region", "mode", "fingerprint", "process", "device", "peer")
 
 
 @dataclass(frozen=True, eq=False)
@@ -132,37 +135,44 @@ class Columns:
         Raises `OverflowError` when an integer does not fit the columns (beyond
         64 bits, or equal to `NULL`); `tracefile.to_document` then writes rows instead.
         """
+        return cls.from_fields({name: [getattr(r, name) for r in records] for name in _FIELDS})
+
+    @classmethod
+    def from_fields(cls, fields: dict[str, list[Any]]) -> Columns:
+        """Columns of equally long lists of `Record` field values, one list per field (`ColumnsBuilder`).
+
+        Raises `OverflowError` as `from_records` does.
+        """
         tables: dict[str, dict[Any, int]] = {name: {} for name in (*_CODED_FIELDS, "site")}
 
-        def code(name: str, values: Iterator[Any]) -> np.ndarray:
+        def code(name: str) -> np.ndarray:
             table = tables[name]
-            out = [-1 if v is None else table.setdefault(v, len(table)) for v in values]
+            out = [-1 if v is None else table.setdefault(v, len(table)) for v in fields[name]]
             return np.array(out, dtype=np.int32)
 
         def nullable(name: str) -> np.ndarray:
-            values = [getattr(r, name) for r in records]
+            values = fields[name]
             out = np.array([NULL if v is None else v for v in values], dtype=np.int64)
             # a value equal to the sentinel would read back as None
             if int((out == NULL).sum()) != values.count(None):
                 raise OverflowError(f"a '{name}' value equals the null sentinel")
             return out
 
-        recs = records
         columns = cls(
-            kind=np.array([_KIND_CODES[r.kind] for r in recs], dtype=np.uint8),
-            start_ns=np.array([r.start_ns for r in recs], dtype=np.int64),
-            duration_ns=np.array([r.duration_ns for r in recs], dtype=np.int64),
-            nbytes=np.array([r.nbytes for r in recs], dtype=np.int64),
-            pinned=np.array([r.pinned for r in recs], dtype=bool),
-            kernel=code("kernel", (r.kernel for r in recs)),
+            kind=np.array([_KIND_CODES[k] for k in fields["kind"]], dtype=np.uint8),
+            start_ns=np.array(fields["start_ns"], dtype=np.int64),
+            duration_ns=np.array(fields["duration_ns"], dtype=np.int64),
+            nbytes=np.array(fields["nbytes"], dtype=np.int64),
+            pinned=np.array(fields["pinned"], dtype=bool),
+            kernel=code("kernel"),
             launch=nullable("launch"),
-            param=code("param", (r.param for r in recs)),
+            param=code("param"),
             array=nullable("array"),
-            site=code("site", (r.site for r in recs)),
+            site=code("site"),
             region=nullable("region"),
-            mode=code("mode", (r.mode for r in recs)),
-            fingerprint=code("fingerprint", (r.fingerprint for r in recs)),
-            process=np.array([r.process for r in recs], dtype=np.int32),
+            mode=code("mode"),
+            fingerprint=code("fingerprint"),
+            process=np.array(fields["process"], dtype=np.int32),
             device=nullable("device"), peer=nullable("peer"),
             kernels=tuple(tables["kernel"]), params=tuple(tables["param"]), modes=tuple(tables["mode"]),
             fingerprints=tuple(tables["fingerprint"]), sites=tuple(tables["site"]),
@@ -263,6 +273,40 @@ class Columns:
             kernels=coded["kernel"][1], params=coded["param"][1], modes=coded["mode"][1],
             fingerprints=coded["fingerprint"][1], sites=site_table,
         )
+
+
+class ColumnsBuilder:
+    """Records appended one by one as field values, made into `Columns` at the end; no `Record` is built.
+
+    A source that converts hundreds of thousands of events (the CUPTI
+    source's conversion of one training epoch: 360,000) spends most of its
+    time making frozen `Record`s that the trace file then takes apart into
+    columns again; appending their fields costs a fraction of that, and a
+    `Run` over `RecordTable(builder.columns())` builds records only for
+    whoever asks for them. `add` takes `Record`'s arguments.
+    """
+
+    def __init__(self) -> None:
+        self.fields: dict[str, list[Any]] = {name: [] for name in _FIELDS}
+        self._appends = tuple(self.fields[name].append for name in _FIELDS)
+
+    def __len__(self) -> int:
+        return len(self.fields["kind"])
+
+    def add(self, kind: Kind, start_ns: int, duration_ns: int, nbytes: int = 0, pinned: bool = False,
+            kernel: str | None = None, launch: int | None = None, param: str | None = None, array: int | None = None,
+            site: Site | None = None, region: int | None = None, mode: str = "batched",
+            fingerprint: str | None = None, process: int = 0, device: int | None = None,
+            peer: int | None = None) -> None:
+        """Append one record's fields (the arguments of `Record`)."""
+        a = self._appends
+        a[0](kind), a[1](start_ns), a[2](duration_ns), a[3](nbytes), a[4](pinned), a[5](kernel), a[6](launch)
+        a[7](param), a[8](array), a[9](site), a[10](region), a[11](mode), a[12](fingerprint), a[13](process)
+        a[14](device), a[15](peer)
+
+    def columns(self) -> Columns:
+        """The records so far as `Columns` (`OverflowError` as `Columns.from_records`)."""
+        return Columns.from_fields(self.fields)
 
 
 class RecordTable(Sequence[Record]):

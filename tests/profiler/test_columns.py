@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, Callable
 
@@ -11,7 +12,7 @@ import pytest
 
 from profiler.errors import TraceError
 from profiler.model import SCHEMA_VERSION, Record, Run
-from profiler.trace.columns import NULL, Columns, RecordTable
+from profiler.trace.columns import _FIELDS, NULL, Columns, ColumnsBuilder, RecordTable
 
 from .synth import synthetic_run
 
@@ -183,3 +184,20 @@ def test_bad_process_columns_fail_with_one_line(tmp_path: Path, edit: Any, probl
     with pytest.raises(TraceError) as exc:
         Run.load(path)
     assert str(exc.value).startswith(f"{path}: ") and problem in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_a_builder_holds_what_records_would() -> None:
+    assert _FIELDS == tuple(f.name for f in fields(Record)), "ColumnsBuilder.add takes Record's fields in order"
+    run = synthetic_run(2000)
+    b = ColumnsBuilder()
+    for r in run.records:
+        b.add(*(getattr(r, name) for name in _FIELDS))
+    assert len(b) == 2000 and b.columns().records() == run.records
+    assert b.columns().sites == Columns.from_records(run.records).sites
+
+
+def test_a_builder_refuses_what_the_columns_cannot_hold() -> None:
+    b = ColumnsBuilder()
+    b.add("h2d", 0, 1, 8, array=1 << 64)
+    with pytest.raises(OverflowError):
+        b.columns()

@@ -55,3 +55,13 @@ def test_how_a_child_ended() -> None:
     assert part_note(part(1, [], End("exit", None))) == "" and part_note(part(1, [], End("exit", 3))) == "exit 3"
     assert part_note(part(1, [], End("os._exit", 0))) == "os._exit(0)"
     assert part_note(part(1, [], None)).startswith("no end: killed, or still running")
+
+
+def test_a_run_without_recorded_children_keeps_its_records_unbuilt() -> None:
+    """A CUPTI run's records are columns built into records on demand; merging nothing must not build them."""
+    from profiler.trace.columns import Columns, RecordTable
+
+    table = RecordTable(Columns.from_records(main_run().records))
+    run = merge(Run(main_run().meta, table), MAIN, 0, [part(12, [])])
+    assert run.records is table and table._built is None
+    assert run.records == main_run().records

@@ -224,3 +224,17 @@ def test_finishing_work_that_lasts_is_announced_once_and_quick_work_is_not(capsy
     with progress_notice("offload-prof: on stderr", after_s=0):
         time.sleep(0.2)
     assert capsys.readouterr().err in ("offload-prof: on stderr\n", ""), "printed whole or not at all"
+
+
+def test_the_summary_line_counts_from_the_columns_or_the_records(capsys: pytest.CaptureFixture[str]) -> None:
+    """The kinds are counted from the columns; a value they cannot hold (the trace is rows) counts records."""
+    from profiler.commands.run import _report
+    from profiler.model import Meta, Record
+    from profiler.sources.runner import Ending
+
+    meta = Meta("cupti", "GPU", "batched", "", 1000)
+    for array in (0x1000, 1 << 64):
+        run = Run(meta, (Record("h2d", 0, 1, 8, array=array), Record("launch", 1, 1, kernel="k"),
+                         Record("d2h", 2, 1, 8), Record("d2h", 3, 1, 8)))
+        _report(Path("t.json"), run, Ending("ok", 0), [], [], True)
+        assert "(4 records: 1 H2D, 2 D2H, 1 launches;" in capsys.readouterr().err

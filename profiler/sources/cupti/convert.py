@@ -37,6 +37,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence, Union
 
+from ...trace.columns import ColumnsBuilder, RecordTable
 from ...trace.records import Record, Site
 from ..sitecache import SiteCache
 from .activity import ApiCall, Capture, Copy, Kernel, Memset, Sync
@@ -66,7 +67,8 @@ class Leftovers:
 
 @dataclass(frozen=True)
 class Converted:
-    records: tuple[Record, ...]
+    #: in issue order; a `RecordTable` (records built on demand) unless a value did not fit the columns
+    records: Sequence[Record]
     leftovers: Leftovers
     #: launches whose site was taken from a sampled launch of the same kernel
     inferred_sites: int = 0
@@ -181,34 +183,41 @@ def convert(capture: Capture, mode: str = "batched",
         inferred = infer_sites([order[n][3].name for n in at], launch_sites)  # type: ignore[union-attr]
         for n, site in zip(at, launch_sites):
             sites[n] = site
-    records: list[Record] = []
+    rows = ColumnsBuilder()
+    add = rows.add
     launch = 0
     for n, (_, _, _, a, call) in enumerate(order):
         site = sites[n]
-        if collective[n]:
-            records.append(Record("collective", a.start - t0, max(a.end - a.start, 0), kernel=a.name, site=site,
-                                  mode=mode, device=a.device))
+        if isinstance(a, Kernel) and collective[n]:
+            add("collective", a.start - t0, max(a.end - a.start, 0), kernel=a.name, site=site, mode=mode,
+                device=a.device)
         elif isinstance(a, Kernel):
-            records.append(Record("launch", a.start - t0, max(a.end - a.start, 0), kernel=a.name, launch=launch,
-                                  site=site, mode=mode))
+            add("launch", a.start - t0, max(a.end - a.start, 0), kernel=a.name, launch=launch, site=site, mode=mode)
             launch += 1
         elif isinstance(a, Memset):
-            records.append(Record("memset", a.start - t0, max(a.end - a.start, 0), a.nbytes, site=site, mode=mode,
-                                  device=a.device))
+            add("memset", a.start - t0, max(a.end - a.start, 0), a.nbytes, site=site, mode=mode, device=a.device)
         elif isinstance(a, Copy) and a.direction in ("d2d", "p2p"):
-            records.append(Record("d2d", a.start - t0, max(a.end - a.start, 0), a.nbytes, site=site, mode=mode,
-                                  device=a.device, peer=a.peer if a.peer is not None else
-                                  a.device if a.direction == "d2d" else None))  # a p2p memcpy record names no peer
+            add("d2d", a.start - t0, max(a.end - a.start, 0), a.nbytes, site=site, mode=mode, device=a.device,
+                peer=a.peer if a.peer is not None else
+                a.device if a.direction == "d2d" else None)  # a p2p memcpy record names no peer
         elif isinstance(a, Sync):
-            records.append(Record("sync", a.start - t0, max(a.end - a.start, 0), site=site, mode=mode))
+            add("sync", a.start - t0, max(a.end - a.start, 0), site=site, mode=mode)
         elif isinstance(a, Copy):
-            records.append(_copy_record(a, call, site, t0, mode))
+            _add_copy(add, a, call, site, t0, mode)
             if blocking(a, call) and not _synced_next(order, n, call):
                 enter = call.enter_ns if call is not None and call.enter_ns else a.start
                 enter = min(enter, a.start)
-                records.append(Record("sync", enter - t0, a.start - enter, site=site, mode=mode))
+                add("sync", enter - t0, a.start - enter, site=site, mode=mode)
     leftovers = Leftovers((device[0], device[1]), (memsets[0], memsets[1]))
-    return Converted(tuple(records), leftovers, inferred, tuple(sorted(missed.items())))
+    return Converted(_records(rows), leftovers, inferred, tuple(sorted(missed.items())))
+
+
+def _records(rows: ColumnsBuilder) -> Sequence[Record]:
+    """The rows as records built on demand (`RecordTable`), or built now where the columns cannot hold a value."""
+    try:
+        return RecordTable(rows.columns())
+    except OverflowError:  # an integer beyond the columns' 64 bits: the trace file then holds rows too
+        return tuple(map(Record, *rows.fields.values()))
 
 
 def is_collective(kernel: str) -> bool:
@@ -247,7 +256,8 @@ def infer_sites(kernels: Sequence[str], sites: list[Site | None]) -> int:
     return inferred
 
 
-def _copy_record(a: Copy, call: ApiCall | None, site: Site | None, t0: int, mode: str) -> Record:
+def _add_copy(add: Callable[..., None], a: Copy, call: ApiCall | None, site: Site | None, t0: int, mode: str
+              ) -> None:
     direction = a.direction
     if direction != "h2d" and direction != "d2h":
         raise ValueError(f"not a host<->device copy: {direction}")  # the caller passes only those on
@@ -257,8 +267,8 @@ def _copy_record(a: Copy, call: ApiCall | None, site: Site | None, t0: int, mode
         host = call.src if direction == "h2d" else call.dst
         if call.count == a.nbytes:
             fingerprint = call.fingerprint
-    return Record(direction, a.start - t0, max(a.end - a.start, 0), a.nbytes, a.host_kind == "pinned",
-                  param=f"{a.host_kind} buffer", array=host or None, site=site, mode=mode, fingerprint=fingerprint)
+    add(direction, a.start - t0, max(a.end - a.start, 0), a.nbytes, a.host_kind == "pinned",
+        param=f"{a.host_kind} buffer", array=host or None, site=site, mode=mode, fingerprint=fingerprint)
 
 
 def _synced_next(order: list[tuple[int, int, int, Activity, ApiCall | None]], n: int, call: ApiCall | None) -> bool:

@@ -180,3 +180,16 @@ def test_a_cuda_graph_launch_issues_copies_and_memsets() -> None:
     b.copies.append(Copy(graph, 0, "d2d", "device", "device", 64, *b._span(100)))
     out = convert(b.capture())
     assert [(r.kind, r.site.line) for r in out.records] == [("d2d", 7)] and out.unheard == ()
+
+
+def test_records_are_columns_built_on_demand_unless_a_value_does_not_fit() -> None:
+    from profiler.trace.columns import RecordTable
+
+    b = Builder()
+    b.h2d(3, 64, host=0x1000)
+    out = convert(b.capture())
+    assert isinstance(out.records, RecordTable) and out.records.columns.kind_mask("h2d").sum() == 1
+    big = Builder()
+    big.h2d(3, 64, host=1 << 64)  # not a pointer any 64-bit process has; the columns cannot hold it
+    (up,) = convert(big.capture()).records
+    assert up.array == 1 << 64
