@@ -138,10 +138,13 @@ class CuptiRecorder:
                              estimated=("launch.site",) if converted.inferred_sites else ())
         return Run(meta, self._with_collectives(converted.records))
 
-    def _with_collectives(self, records: Sequence[Record]) -> tuple[Record, ...]:
-        """The capture's records and torch.distributed's calls, on the run's clock, in order of start."""
+    def _with_collectives(self, records: Sequence[Record]) -> Sequence[Record]:
+        """The capture's records and torch.distributed's calls, on the run's clock, in order of start.
+
+        Without calls, the capture's records as they are: built on demand from their columns (`convert`).
+        """
         if not self._collectives:
-            return tuple(records)
+            return records
         origin = self._origin
         calls = [Record("collective", int(start) - origin, int(duration), int(nbytes), kernel=kernel,  # type: ignore[arg-type]
                         array=array, site=_sited(site), mode=str(mode))  # type: ignore[arg-type]

@@ -193,3 +193,18 @@ def test_records_are_columns_built_on_demand_unless_a_value_does_not_fit() -> No
     big.h2d(3, 64, host=1 << 64)  # not a pointer any 64-bit process has; the columns cannot hold it
     (up,) = convert(big.capture()).records
     assert up.array == 1 << 64
+
+
+def test_the_recorders_run_keeps_the_records_unbuilt() -> None:
+    """`offload-prof run` writes the trace from the columns: no Record is made unless someone reads one."""
+    from profiler.sources.cupti.recorder import CuptiRecorder
+    from profiler.trace.columns import RecordTable
+
+    b = Builder()
+    b.kernel(3, "k")
+    b.d2h(4, 8, host=0x10)
+    recorder = CuptiRecorder()
+    recorder._tracer, recorder._capture = object(), b.capture()  # type: ignore[assignment]  # as after a recording
+    run = recorder.run()
+    assert isinstance(run.records, RecordTable) and run.records._built is None
+    assert [r.kind for r in run.records] == ["launch", "d2h", "sync"]
