@@ -25,6 +25,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence, overload
 
@@ -45,6 +46,9 @@ _KIND_CODES = {k: i for i, k in enumerate(KINDS)}
 #: `Record`'s fields, in its order (`ColumnsBuilder.add`, `Columns.from_fields`)
 _FIELDS = ("kind", "start_ns", "duration_ns", "nbytes", "pinned", "kernel", "launch", "param", "array", "site",
            "region", "mode", "fingerprint", "process", "device", "peer")
+#: each field's slot setter (`Columns.records`), and the allocation that skips `Record.__init__`
+_SETTERS = tuple(getattr(Record, name).__set__ for name in _FIELDS)
+_new = object.__new__
 
 
 @dataclass(frozen=True, eq=False)
@@ -121,12 +125,19 @@ class Columns:
             return [None if v == NULL else v for v in col.tolist()]
 
         kinds = [KINDS[c] for c in self.kind.tolist()]
-        return tuple(map(Record, kinds, self.start_ns.tolist(), self.duration_ns.tolist(), self.nbytes.tolist(),
-                         self.pinned.tolist(), coded(self.kernel, self.kernels), nullable(self.launch),
-                         coded(self.param, self.params), nullable(self.array), coded(self.site, self.sites),
-                         nullable(self.region), coded(self.mode, self.modes),
-                         coded(self.fingerprint, self.fingerprints), self.process.tolist(),
-                         nullable(self.device), nullable(self.peer)))
+        values = (kinds, self.start_ns.tolist(), self.duration_ns.tolist(), self.nbytes.tolist(), self.pinned.tolist(),
+                  coded(self.kernel, self.kernels), nullable(self.launch), coded(self.param, self.params),
+                  nullable(self.array), coded(self.site, self.sites), nullable(self.region),
+                  coded(self.mode, self.modes), coded(self.fingerprint, self.fingerprints), self.process.tolist(),
+                  nullable(self.device), nullable(self.peer))
+        # Field by field over all records rather than `Record(...)` per record: the generated `__init__` of a
+        # frozen dataclass sets its 16 fields through `object.__setattr__`, 5-6 µs per record; the slots' own
+        # setters, mapped over a whole column, take half that (a 363,000-record trace loads ~1 s sooner).
+        # Nothing is skipped: `Record` has no `__post_init__`, and the columns were validated when decoded.
+        out = [_new(Record) for _ in range(len(kinds))]
+        for setter, column in zip(_SETTERS, values):
+            deque(map(setter, out, column), maxlen=0)
+        return tuple(out)
 
     @classmethod
     def from_records(cls, records: Sequence[Record]) -> Columns:
