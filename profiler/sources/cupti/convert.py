@@ -84,8 +84,13 @@ class Converted:
                 "a host sync those calls made is missing from the trace")
 
 
-#: the role of the call that issues each kind of activity (`apis`)
+#: the role of the call that issues each kind of activity (`apis`): the kind it is counted under when unheard
 _ISSUED_BY: dict[type, str] = {Copy: COPY, Memset: MEMSET, Kernel: LAUNCH, Sync: SYNC}
+#: the roles of the calls that may issue it: a copy or memset call may run a kernel of the runtime's own (a
+#: strided copy), so a kernel takes such a call's site; a CUDA graph's launch (`_GRAPH`) may issue anything
+_ISSUERS: dict[type, frozenset[str]] = {Copy: frozenset({COPY}), Memset: frozenset({MEMSET}),
+                                        Kernel: frozenset({LAUNCH, COPY, MEMSET}), Sync: frozenset({SYNC})}
+_GRAPH = "GraphLaunch"
 
 
 def call_of(calls: dict[int, ApiCall], a: Activity) -> ApiCall | None:
@@ -95,19 +100,19 @@ def call_of(calls: dict[int, ApiCall], a: Activity) -> ApiCall | None:
     driver call inside it); the tracer reads the arguments of the outer one
     only, so the runtime call is preferred when it has them.
 
-    A call of another kind is never the answer. When CUPTI does not call
-    back for the call that issued an activity, the activity's record still
-    carries a correlation id, that of a call CUPTI did call back for (on the
-    H200, 672 `.item()` copies of word_language_model's last evaluation all
-    named one launch of the LSTM's forward line); taking it would charge
-    every such copy to that call's line.
+    A call that cannot have issued it is never the answer (`_ISSUERS`).
+    When CUPTI does not call back for the call that issued an activity, the
+    activity's record still carries a correlation id, that of a call CUPTI
+    did call back for (on the H200, 672 `.item()` copies of
+    word_language_model's last evaluation all named one call on the LSTM's
+    forward line); taking it would charge every such copy to that line.
     """
     call = calls.get(a.correlation)
     if isinstance(a, Copy) and a.runtime_correlation and (call is None or call.count is None):
         outer = calls.get(a.runtime_correlation)
         if outer is not None:
             call = outer
-    if call is not None and call.role != _ISSUED_BY[type(a)] and "GraphLaunch" not in call.name:
+    if call is not None and call.role not in _ISSUERS[type(a)] and _GRAPH not in call.name:
         return None  # a CUDA graph's launch issues its copies and memsets too
     return call
 

@@ -174,12 +174,18 @@ def test_a_record_naming_a_call_of_another_kind_is_not_charged_to_its_line() -> 
     assert convert(Builder().capture()).unheard_text() == ""
 
 
-def test_a_cuda_graph_launch_issues_copies_and_memsets() -> None:
+def test_a_cuda_graph_launch_issues_copies_and_a_copy_call_may_run_a_kernel() -> None:
     b = Builder()
     graph = b._call("cudaGraphLaunch_v10000", "launch", 7)
     b.copies.append(Copy(graph, 0, "d2d", "device", "device", 64, *b._span(100)))
+    strided = b._call("cudaMemcpy2DAsync_v3020", "copy", 8)
+    b.kernels.append(Kernel(strided, "copy_kernel", *b._span(100)))
+    synced = b.sync(9)
+    b.kernels.append(Kernel(synced, "stale", *b._span(100)))  # no sync issues a kernel: its own call went unheard
     out = convert(b.capture())
-    assert [(r.kind, r.site.line) for r in out.records] == [("d2d", 7)] and out.unheard == ()
+    assert [(r.kind, r.site.line if r.site else None) for r in out.records] == [
+        ("d2d", 7), ("launch", 8), ("sync", 9), ("launch", None)]
+    assert out.unheard == (("launch", 1),)
 
 
 def test_records_are_columns_built_on_demand_unless_a_value_does_not_fit() -> None:
