@@ -96,8 +96,10 @@ def merge(main: Run, main_process: Process, t0_ns: int, parts: Sequence[Part],
         streams.append(_records(part.rows, index, t0_ns, launch_offset, region_offset, sites))
     processes += listed
     processes += [Process(u.pid, u.parent, u.start, u.argv, recorded=False, note=u.why) for u in unrecorded]
-    records = (tuple(heapq.merge(*streams, key=lambda r: r.start_ns)) if len(streams) > 1
-               else main.records if not isinstance(main.records, list) else tuple(main.records))
+    if len(streams) > 1:
+        records: Sequence[Record] = tuple(heapq.merge(*streams, key=lambda r: r.start_ns))
+    else:  # kept as it is (a CUPTI run's `RecordTable` stays unbuilt); a list made immutable
+        records = tuple(main.records) if isinstance(main.records, list) else main.records
     return Run(replace(main.meta, processes=tuple(processes)), records)
 
 

@@ -84,8 +84,8 @@ class Converted:
                 "a host sync those calls made is missing from the trace")
 
 
-#: the role of the call that issues each kind of activity (`apis`): the kind it is counted under when unheard
-_ISSUED_BY: dict[type, str] = {Copy: COPY, Memset: MEMSET, Kernel: LAUNCH, Sync: SYNC}
+#: what an activity whose call went unheard is counted as (a copy: by its direction)
+_UNHEARD_KIND: dict[type, str] = {Memset: "memset", Kernel: "launch", Sync: "sync"}
 #: the roles of the calls that may issue it: a copy or memset call may run a kernel of the runtime's own (a
 #: strided copy), so a kernel takes such a call's site; a CUDA graph's launch (`_GRAPH`) may issue anything
 _ISSUERS: dict[type, frozenset[str]] = {Copy: frozenset({COPY}), Memset: frozenset({MEMSET}),
@@ -113,7 +113,7 @@ def call_of(calls: dict[int, ApiCall], a: Activity) -> ApiCall | None:
         if outer is not None:
             call = outer
     if call is not None and call.role not in _ISSUERS[type(a)] and _GRAPH not in call.name:
-        return None  # a CUDA graph's launch issues its copies and memsets too
+        return None
     return call
 
 
@@ -171,7 +171,7 @@ def convert(capture: Capture, mode: str = "batched",
             continue
         call = call_of(calls, a)
         if call is None and a.correlation in calls:  # it named a call of another kind: its own went unheard
-            kind = a.direction if isinstance(a, Copy) else _ISSUED_BY[type(a)]
+            kind = a.direction if isinstance(a, Copy) else _UNHEARD_KIND[type(a)]
             missed[kind] = missed.get(kind, 0) + 1
         key = call.correlation if call is not None else a.correlation
         order.append((key, a.start, len(order), a, call))
