@@ -114,14 +114,12 @@ class Native:
         self.lib = lib
         lib.cuptiSubscribe.argtypes = [ctypes.POINTER(ctypes.c_void_p), API_CALLBACK, ctypes.c_void_p]
         lib.cuptiEnableCallback.argtypes = [ctypes.c_uint32, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32]
-        lib.cuptiGetCallbackState.argtypes = [ctypes.POINTER(ctypes.c_uint32), ctypes.c_void_p, ctypes.c_int,
-                                              ctypes.c_uint32]
         lib.cuptiUnsubscribe.argtypes = [ctypes.c_void_p]
         lib.cuptiActivityRegisterCallbacks.argtypes = [BUFFER_REQUESTED, BUFFER_COMPLETED]
         lib.cuptiActivityGetNextRecord.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)]
         lib.cuptiGetResultString.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
         lib.cuptiGetTimestamp.argtypes = [ctypes.POINTER(ctypes.c_uint64)]
-        for name in ("cuptiGetTimestamp", "cuptiSubscribe", "cuptiEnableCallback", "cuptiGetCallbackState",
+        for name in ("cuptiGetTimestamp", "cuptiSubscribe", "cuptiEnableCallback",
                      "cuptiUnsubscribe",
                      "cuptiActivityRegisterCallbacks", "cuptiActivityGetNextRecord", "cuptiGetResultString"):
             getattr(lib, name).restype = ctypes.c_int
@@ -168,12 +166,6 @@ class Native:
 
     def enable_callback(self, handle: int, domain: int, cbid: int, enable: bool = True) -> None:
         self.check(self.lib.cuptiEnableCallback(1 if enable else 0, handle, domain, cbid), "cuptiEnableCallback")
-
-    def callback_enabled(self, handle: int, domain: int, cbid: int) -> bool:
-        """Whether CUPTI calls back on `cbid` for this subscriber now."""
-        state = ctypes.c_uint32(0)
-        self.check(self.lib.cuptiGetCallbackState(ctypes.byref(state), handle, domain, cbid), "cuptiGetCallbackState")
-        return bool(state.value)
 
     def unsubscribe(self, handle: int) -> None:
         self.check(self.lib.cuptiUnsubscribe(handle), "cuptiUnsubscribe")

@@ -14,25 +14,36 @@ so that a window does not always fall on the same part of a step), and
 a launch without a site takes the site of a sampled launch of the same
 kernel (`convert`; `Meta.estimated` names `launch.site`).
 
-Memsets are not sampled: switching their callbacks on and off with the
-launches' made three of four `.item()` calls of an LSTM loop lose their
-site and sync (on the H200 with CUDA 13 and cupti-python 13.0.1; see
-docs/cupti.md for a rarer loss under launch sampling alone). They are heard
-in the driver only instead (`apis`), which halves their callbacks and
-skips the runtime's empty memsets.
+The callbacks are switched from inside the tracer's own callbacks, on
+the thread making the CUDA call, never from a thread of the profiler's
+own: a window closes as the launch that fills it returns, and opens again
+at the first copy, memset or sync called once the pause is over. CUPTI
+turned deaf when a thread of its own switched the driver's launch
+callbacks while the program's thread was making CUDA calls (H200, CUDA
+13.2, cupti-python 13.0.1; docs/cupti.md, "Switching callbacks"): from
+then on, for the rest of the process, that thread's calls got no
+callback and no correlation id of their own, so copies lost their lines
+and syncs went missing, in about one recording in ten of a busy loop and
+within a few hundred switches when they came every 2 ms. Switched from
+the calling thread, no loss was seen. A thread in the middle of a CUDA
+call while another thread switches can still meet it; in a PyTorch
+training step the main thread and autograd's thread take turns, so the
+usual case is clear, and `convert` warns of any record whose call went
+unheard. A loop that only launches (no copy, memset or sync) keeps its
+window shut until it makes one; its unsampled kernels keep no site.
 
-Copies and syncs keep their callbacks always too: the rules need their
-sites, host pointers and fingerprints, and there are few of them.
-
-The callbacks are switched from this module's own thread only, so calls
-to `cuptiEnableCallback` never run concurrently (CUPTI asks callers to
-serialise them) and never from inside a callback.
+Memsets are not sampled: switching their callbacks with the launches' was
+the first way this loss was met. They are heard in the driver only
+(`apis`), which halves their callbacks and skips the runtime's empty
+memsets. Copies and syncs keep their callbacks always too: the rules need
+their sites, host pointers and fingerprints, and there are few of them.
 """
 
 from __future__ import annotations
 
 import random
 import threading
+import time
 from typing import Callable, Literal
 
 #: the launch sites a recording takes: a sample of them (default), all of them (`--every-launch`), none
@@ -42,62 +53,75 @@ PERIOD_S = 0.1
 
 
 class LaunchSampler:
-    """Turns the launch callbacks off after `per_window` launches and on again about `period_s` later."""
+    """Turns the launch callbacks off after `per_window` launches and on again about `period_s` later.
+
+    Every method but `stop` is called from the tracer's callbacks: `seen`
+    on a launch's entry, `close` on the exit of a launch once `full`, and
+    `tick` on entry to any other call heard while the window is shut.
+    Only one thread switches at a time (CUPTI asks callers to serialise
+    `cuptiEnableCallback`); a thread that finds another switching leaves
+    it to that one.
+    """
 
     def __init__(self, switch: Callable[[bool], None], *, per_window: int = PER_WINDOW, period_s: float = PERIOD_S,
-                 on_reopen: Callable[[], None] = lambda: None) -> None:
+                 on_reopen: Callable[[], None] = lambda: None, clock: Callable[[], float] = time.perf_counter) -> None:
         self.switch = switch
         self.per_window = per_window
         self.period_s = period_s
         self.on_reopen = on_reopen
+        self.clock = clock
+        #: launch callbacks heard in this window
         self.count = 0
-        #: launch callbacks heard in all windows (`count` is this window's)
+        #: launch callbacks heard in all windows
         self.heard = 0
         self.windows = 1  # the callbacks are on when the recording starts
-        #: set while the callbacks are off
-        self.closed = threading.Event()
-        self._full = threading.Event()
-        self._wake = threading.Event()
-        self._stopping = False
+        #: whether the launch callbacks are on
+        self.open = True
+        self._reopen_at = 0.0
+        self._stopped = False
+        self._lock = threading.Lock()
         self._random = random.Random(0x5EED)
-        self._thread = threading.Thread(target=self._run, name="offload-prof-launch-sites", daemon=True)
 
-    def start(self) -> LaunchSampler:
-        self._thread.start()
-        return self
+    @property
+    def full(self) -> bool:
+        return self.count >= self.per_window
 
     def seen(self) -> None:
-        """A launch callback ran (called from the callback: must stay cheap)."""
+        """A launch callback ran (on its entry: must stay cheap)."""
         self.count += 1
         self.heard += 1
-        if self.count == self.per_window:
-            self._full.set()
+
+    def close(self) -> None:
+        """Turn the launch callbacks off, the window being full (from a launch's exit callback)."""
+        if not self._lock.acquire(blocking=False):
+            return
+        try:
+            if self.open and not self._stopped and self.full:
+                self.switch(False)
+                self.open = False
+                self._reopen_at = self.clock() + self.period_s * self._random.uniform(0.5, 1.5)
+        finally:
+            self._lock.release()
+
+    def tick(self) -> None:
+        """Turn the launch callbacks on again if the pause is over (from another call's entry callback)."""
+        if self.clock() < self._reopen_at or not self._lock.acquire(blocking=False):
+            return
+        try:
+            if not self.open and not self._stopped:
+                self.count = 0
+                self.on_reopen()
+                self.switch(True)
+                self.open = True
+                self.windows += 1
+        finally:
+            self._lock.release()
 
     def reopen(self) -> None:
-        """Turn the callbacks on again now, rather than at the end of the pause."""
-        self._wake.set()
+        """End the pause now: the next `tick` turns the callbacks on."""
+        self._reopen_at = 0.0
 
     def stop(self) -> None:
-        self._stopping = True
-        self._full.set()
-        self._wake.set()
-        if self._thread.is_alive() and self._thread is not threading.current_thread():
-            self._thread.join(timeout=5)
-
-    def _run(self) -> None:
-        while True:
-            self._full.wait()
-            if self._stopping:
-                return
-            self.switch(False)
-            self.closed.set()
-            self._wake.wait(self.period_s * self._random.uniform(0.5, 1.5))
-            self._wake.clear()
-            if self._stopping:
-                return
-            self._full.clear()
-            self.count = 0
-            self.on_reopen()
-            self.switch(True)
-            self.windows += 1
-            self.closed.clear()
+        """Switch nothing from now on (waits for a switch under way on another thread)."""
+        with self._lock:
+            self._stopped = True

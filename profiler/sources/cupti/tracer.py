@@ -126,10 +126,6 @@ class Tracer:
         self._calls: dict[int, tuple[Any, ...]] = {}
         self._late: dict[int, str] = {}  # fingerprints, taken on exit once the bytes are final
         self._sync_ends: dict[int, int] = {}  # correlation id of a host sync -> CUPTI's clock as it returned
-        #: (domain, cbid) of every copy, memset and sync call heard so far (what `_switch` checks)
-        self._heard: set[tuple[int, int]] = set()
-        #: callbacks that had gone off while the launch callbacks were switched, turned on again (`_switch`)
-        self.restored = 0
         self._errors: list[str] = []
 
     @property
@@ -157,17 +153,15 @@ class Tracer:
                 domains = {RUNTIME: int(c.CallbackDomain.RUNTIME_API), DRIVER: int(c.CallbackDomain.DRIVER_API)}
                 by_id = {(domains[d], cbid): api for (d, cbid), api in table.items()}
                 launches = [key for key, api in by_id.items() if api.role == LAUNCH]
-                if self.launch_sites == "sampled" and launches:  # made first: the callback counts launches for it
+                if self.launch_sites == "sampled" and launches:  # made first: the callback switches through it
                     self.sampler = LaunchSampler(self._switch(launches), per_window=self._window[0],
-                                                 period_s=self._window[1], on_reopen=self._outer.clear)
+                                                 period_s=self._window[1], on_reopen=self._forget_launches)
                 if LISTENERS.session is not None:  # a guard's listening-only session gives CUPTI up meanwhile
                     LISTENERS.session.pause()
                 self._subscriber, self._pointer = native.subscribe(self._callback(by_id))
                 for key, api in by_id.items():
                     if api.role != LAUNCH or self.launch_sites != "none":
                         native.enable_callback(self._subscriber, *key)
-                if self.sampler is not None:
-                    self.sampler.start()
                 _ACTIVE = self
                 k = c.ActivityKind
                 for kind in (k.MEMCPY, k.CONCURRENT_KERNEL):
@@ -188,31 +182,28 @@ class Tracer:
         return self
 
     def _switch(self, launches: list[tuple[int, int]]) -> Callable[[bool], None]:
-        """The sampler's switch: the launch callbacks on or off (from its thread only).
-
-        Then the copy, memset and sync calls heard so far are checked and
-        turned on again if they went off. In two of about ten recordings of
-        a busy LSTM loop on the H200 (CUDA 13, cupti-python 13.0.1) CUPTI
-        stopped calling back for the loop's copies and syncs, under launch
-        sampling only (docs/cupti.md, "Known defect"); whether their
-        callbacks had gone off is not known. If they had, this puts them
-        right within one sampling period, and the recording says so.
-        """
+        """The sampler's switch: the launch callbacks on or off (from a callback, on the calling thread)."""
         def switch(on: bool) -> None:
             handle = self._subscriber
             if handle is None:
                 return
-            native = self.native
             try:
                 for domain, cbid in launches:
-                    native.enable_callback(handle, domain, cbid, on)
-                for key in list(self._heard):
-                    if not native.callback_enabled(handle, *key):
-                        native.enable_callback(handle, *key, True)
-                        self.restored += 1
+                    self.native.enable_callback(handle, domain, cbid, on)
             except Exception as exc:
                 self.error("switching the launch callbacks", exc)
         return switch
+
+    def _forget_launches(self) -> None:
+        """Drop the runtime launches threads are still said to be inside: their exits went unheard.
+
+        A thread's launch that began while the window was open and ended
+        after another thread shut it left no exit; its driver launches would
+        otherwise take that launch's site until its next runtime call.
+        """
+        for tid, inside in list(self._outer.items()):
+            if inside[2] == LAUNCH:
+                self._outer.pop(tid, None)
 
     def halt(self) -> None:
         """End the recording: stop listening, let the device finish, flush the buffers; idempotent.
@@ -222,7 +213,7 @@ class Tracer:
         """
         c = self.cupti
         if self.sampler is not None:
-            self.sampler.stop()  # before unsubscribing: the sampler switches callbacks of this subscriber
+            self.sampler.stop()  # before unsubscribing: a callback may be switching this subscriber's callbacks
         if self._t1 is None:
             self._t1 = int(c.get_timestamp()) if _ACTIVE is self else self._t0
         self._unsubscribe()
@@ -237,11 +228,6 @@ class Tracer:
     def stop(self) -> act.Capture:
         """End the recording (`halt`) and return everything it collected, decoded; idempotent."""
         self.halt()
-        if self.restored and not any(e.startswith("CUPTI turned off") for e in self._errors):
-            self._errors.append(
-                f"CUPTI turned off the callbacks of copies, memsets or syncs {self.restored} time(s) while the launch "
-                "callbacks were switched; they were turned on again, but calls made in between went unheard "
-                "(rerun with --every-launch, which switches nothing)")
         if self._capture is None:
             copies, memsets, kernels, syncs = self._decode()
             syncs += self._host_syncs()
@@ -369,7 +355,6 @@ class Tracer:
             into[cbid_] = (api_, copy_reader(api_.layout) if api_.layout is not None else None)
         outer = self._outer
         sampler = self.sampler
-        heard = self._heard
         #: thread -> an async D2H (corr, dst, count, instr) whose bytes are not known to be final
         pending: dict[int, tuple[int, int, int, Any]] = {}
         awaiting: dict[int, int] = {}  # thread -> correlation id of the sync that makes them final
@@ -384,20 +369,24 @@ class Tracer:
                     return
                 where, params, result, corr = read(address)
                 if where != enter_site:
-                    if entry[0].role == SYNC:  # first: the host's wait ends here, not after this callback's work
+                    role = entry[0].role
+                    if role == SYNC:  # first: the host's wait ends here, not after this callback's work
                         timed = calls.get(corr)
                         if timed is not None and timed[7]:
                             sync_ends[corr] = timestamp()
                     if is_runtime:
                         outer.pop(get_ident(), None)
+                    if role == LAUNCH and sampler is not None and sampler.full and (
+                            is_runtime or get_ident() not in outer):  # a driver launch inside a runtime one: at its end
+                        sampler.close()
                     if fingerprints:
                         on_exit(entry[0], corr, result)
                     return
                 api, copy = entry
                 tid = get_ident()
                 role = api.role
-                if role != LAUNCH:
-                    heard.add((domain, cbid))
+                if role != LAUNCH and sampler is not None and not sampler.open:  # before `outer` is read: may clear it
+                    sampler.tick()
                 nested = False  # a driver call inside a runtime call: the listeners heard of the runtime call
                 if not is_runtime:
                     inside = outer.get(tid)

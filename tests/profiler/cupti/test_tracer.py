@@ -222,52 +222,83 @@ def test_launch_sites_are_sampled_in_windows(fake) -> None:  # type: ignore[no-u
     t = Tracer(cupti, fingerprints=False, frames=frames, native=cupti.native, launch_window=3,
                launch_pause_s=60).start()
     assert t.sampler is not None
+    started = len(cupti.native.switches)  # the callbacks `start` turned on
     zeroed = cuda.memset(256)  # marker: memset before the window closes
     first = [cuda.launch("k") for _ in range(3)]  # marker: window
-    assert t.sampler.closed.wait(10), "the sampler turns the launch callbacks off after its window"
+    assert not t.sampler.open, "the launch that fills the window shuts it as it returns"
     unseen = [cuda.launch("k") for _ in range(3)]
     other = cuda.launch("j")
     closed_memset = cuda.memset(512)  # marker: memset while closed
     x = np.ones(8)
     copy = cuda.memcpy(x.ctypes.data, x.ctypes.data, x.nbytes, cuda.H2D)  # marker: copy while closed
+    assert not t.sampler.open, "calls before the pause is over open nothing"
     t.sampler.reopen()
-    deadline = time.monotonic() + 10
-    while t.sampler.closed.is_set() and time.monotonic() < deadline:
-        time.sleep(0.01)  # the sampler's thread turns them on again
+    unseen.append(cuda.launch("k"))
+    assert not t.sampler.open, "a launch cannot open the window: its callbacks are off"
+    cuda.synchronize()
+    assert t.sampler.open, "the first sync, copy or memset after the pause opens it"
     again = cuda.launch("k")  # marker: reopened
     capture = t.stop()
     assert all(c in capture.calls for c in first) and not any(c in capture.calls for c in unseen + [other])
     assert zeroed in capture.calls and closed_memset in capture.calls, "memsets are not sampled: always heard"
     assert capture.calls[again].site[1] == line_of("# marker: reopened") and t.sampler.windows == 2
     assert capture.calls[copy].site[1] == line_of("# marker: copy while closed"), "copies keep their callbacks"
+    assert cupti.native.switches[started:] and all(inside for _, inside in cupti.native.switches[started:]), \
+        "every switch was made from a callback, inside the CUDA call of the thread making it"
     converted = convert(capture, infer_launch_sites=True)
     launches = [r for r in converted.records if r.kind == "launch"]
     assert [r.site.line if r.site else None for r in launches] == [line_of("# marker: window")] * 6 + [
-        None, line_of("# marker: reopened")], "an unseen launch takes its kernel's sampled site; 'j' was never seen"
+        None, line_of("# marker: window"), line_of("# marker: reopened")], "an unseen launch takes its kernel's sampled site; 'j' was never seen"
     memsets = [r for r in converted.records if r.kind == "memset"]
     assert [r.site.line if r.site else None for r in memsets] == [
         line_of("# marker: memset before the window closes"), line_of("# marker: memset while closed")]
-    assert converted.inferred_sites == 3
-    assert [r.duration_ns for r in launches] == [2000] * 8, "every launch is timed from its activity record"
+    assert converted.inferred_sites == 4
+    assert [r.duration_ns for r in launches] == [2000] * 9, "every launch is timed from its activity record"
 
 
-def test_callbacks_gone_off_while_switching_are_turned_on_again(fake) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("shared", [False, True])
+def test_a_runtime_launch_shuts_the_window_as_it_returns(fake, shared: bool) -> None:  # type: ignore[no-untyped-def]
+    """PyTorch's `cudaLaunchKernel` makes its driver launch inside: the window shuts at the outer call's exit.
+
+    Shut at the inner call's exit, the outer's exit would go unheard and the
+    thread would seem inside a launch until its next runtime call.
+    """
     cupti, cuda, frames = fake
+    cuda.shared_correlation = shared
     t = Tracer(cupti, fingerprints=False, frames=frames, native=cupti.native, launch_window=2,
                launch_pause_s=60).start()
-    x = np.ones(8)
-    cuda.memcpy(x.ctypes.data, x.ctypes.data, x.nbytes, cuda.H2D)  # heard: the switch checks it from now on
-    copy_id = (int(fakecupti.CallbackDomain.RUNTIME_API), int(fakecupti.runtime_api_trace_cbid.cudaMemcpy_v3020))
-    cupti.native.clobber = copy_id  # the switch that closes the window turns the copy's callbacks off too
-    cuda.launch("k")
-    cuda.launch("k")
-    assert t.sampler is not None and t.sampler.closed.wait(10)
-    later = cuda.memcpy(x.ctypes.data, x.ctypes.data, x.nbytes, cuda.H2D)  # marker: copy after the switch
+    started = len(cupti.native.switches)
+    heard = [cuda.launch("k", runtime=True) for _ in range(2)]  # marker: runtime window
+    assert t.sampler is not None and not t.sampler.open and t.sampler.heard == 2, "one count per runtime launch"
+    assert t._outer == {}, "the runtime launch's exit was heard"
+    unheard = cuda.launch("k")  # marker: driver launch while closed
     capture = t.stop()
-    assert capture.calls[later].site[1] == line_of("# marker: copy after the switch")
-    assert t.restored == 1
-    (note,) = [e for e in capture.errors if e.startswith("CUPTI turned off")]
-    assert "1 time(s)" in note and "--every-launch" in note
+    assert all(capture.calls[c].site[1] == line_of("# marker: runtime window") for c in heard)
+    assert unheard not in capture.calls
+    assert cupti.native.switches[started:] and all(inside for _, inside in cupti.native.switches[started:])
+
+
+def test_the_window_opens_again_on_the_thread_that_calls(fake) -> None:  # type: ignore[no-untyped-def]
+    """A thread that launches fills the window; another thread's sync after the pause opens it, from its callback."""
+    import threading
+
+    cupti, cuda, frames = fake
+    t = Tracer(cupti, fingerprints=False, frames=frames, native=cupti.native, launch_window=2,
+               launch_pause_s=0).start()
+    started = len(cupti.native.switches)
+    worker = threading.Thread(target=lambda: [cuda.launch("k") for _ in range(2)])
+    worker.start()
+    worker.join()
+    assert t.sampler is not None and not t.sampler.open
+    cuda.synchronize()
+    later = cuda.launch("k")  # marker: after the other thread's window
+    capture = t.stop()
+    assert t.sampler.open and t.sampler.windows == 2
+    assert capture.calls[later].site[1] == line_of("# marker: after the other thread's window")
+    tids = [tid for tid, _ in cupti.native.switches[started:]]
+    half = len(tids) // 2
+    assert half and tids == [worker.ident] * half + [threading.get_ident()] * half, "shut by the worker, opened here"
+    assert all(inside for _, inside in cupti.native.switches[started:]) and not cupti.native.deaf
 
 
 def test_memsets_are_heard_in_the_driver_only(fake) -> None:  # type: ignore[no-untyped-def]

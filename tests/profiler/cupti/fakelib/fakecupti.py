@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import enum
 import itertools
+import threading
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -127,8 +128,13 @@ class FakeNative:
         self.cupti = cupti
         self.subscribers: dict[int, Callable[..., None]] = {}
         self.enabled: set[tuple[int, int, int]] = set()
-        #: (domain, cbid) whose callbacks the next `enable_callback` turns off as well
-        self.clobber: tuple[int, int] | None = None
+        #: thread -> how many CUDA calls it is inside (the fake's `_call` keeps it)
+        self.calling: dict[int, int] = {}
+        #: every `enable_callback`: (switching thread, whether that thread was inside a CUDA call)
+        self.switches: list[tuple[int, bool]] = []
+        #: threads that get no callback any more: they were inside a CUDA call while another thread switched
+        #: callbacks, which made the real CUPTI deaf to them for the rest of the process (docs/cupti.md)
+        self.deaf: set[int] = set()
         self.registrations = 0
         self.requested: Callable[..., None] | None = None
         self.completed: Callable[..., None] | None = None
@@ -145,16 +151,13 @@ class FakeNative:
         return handle, fn
 
     def enable_callback(self, handle: int, domain: int, cbid: int, enable: bool = True) -> None:
+        me = threading.get_ident()
+        self.switches.append((me, self.calling.get(me, 0) > 0))
+        self.deaf.update(t for t, depth in self.calling.items() if depth and t != me)
         if enable:
             self.enabled.add((handle, int(domain), int(cbid)))
         else:
             self.enabled.discard((handle, int(domain), int(cbid)))
-        if self.clobber is not None:  # another call's callbacks go off as well
-            self.enabled.discard((handle, *self.clobber))
-            self.clobber = None
-
-    def callback_enabled(self, handle: int, domain: int, cbid: int) -> bool:
-        return (handle, int(domain), int(cbid)) in self.enabled
 
     def unsubscribe(self, handle: int) -> None:
         self.subscribers.pop(handle, None)
@@ -209,19 +212,29 @@ class FakeCuda:
                             function_params=ctypes.addressof(params) if params is not None else None,
                             function_return_value=ctypes.addressof(self.result), correlation_id=corr)
         native = self.cupti.native
-        subscribers = [cb for h, cb in native.subscribers.items() if (h, int(domain), cbid) in native.enabled]
-        for cb in subscribers:
-            self.heard.append(cbid)
-            cb(None, int(domain), cbid, ctypes.addressof(data))
-        self.result.value = 1 if self.fail_next else 0
-        self.fail_next = False
-        if not self.result.value:
-            body()
-        data.callback_site = 1
-        for cb in subscribers:
-            self.heard.append(cbid)
-            cb(None, int(domain), cbid, ctypes.addressof(data))
+        me = threading.get_ident()
+        native.calling[me] = native.calling.get(me, 0) + 1
+        try:
+            for cb in self._subscribers(int(domain), cbid):
+                self.heard.append(cbid)
+                cb(None, int(domain), cbid, ctypes.addressof(data))
+            self.result.value = 1 if self.fail_next else 0
+            self.fail_next = False
+            if not self.result.value:
+                body()
+            data.callback_site = 1
+            for cb in self._subscribers(int(domain), cbid):  # asked again: a callback may have switched it
+                self.heard.append(cbid)
+                cb(None, int(domain), cbid, ctypes.addressof(data))
+        finally:
+            native.calling[me] -= 1
         return corr
+
+    def _subscribers(self, domain: int, cbid: int) -> list[Callable[..., None]]:
+        native = self.cupti.native
+        if threading.get_ident() in native.deaf:
+            return []
+        return [cb for h, cb in native.subscribers.items() if (h, domain, cbid) in native.enabled]
 
     def memcpy(self, dst: int, src: int, count: int, kind: int, *, asynchronous: bool = False,
                src_kind: int = 1, dst_kind: int = 3) -> int:
@@ -254,8 +267,20 @@ class FakeCuda:
                           start=self.cupti.get_timestamp(), end=self.cupti.get_timestamp(), stream_id=7, device_id=0)
         return corr
 
-    def launch(self, name: str = "k") -> int:
-        corr = self._call(CallbackDomain.DRIVER_API, "cuLaunchKernel", None, lambda: None)
+    def launch(self, name: str = "k", *, runtime: bool = False) -> int:
+        """A driver launch (CuPy's, Numba's); `runtime=True`: `cudaLaunchKernel` making it inside (PyTorch's)."""
+        if runtime:
+            box: dict[str, int] = {}
+
+            def body() -> None:
+                box["driver"] = self._call(CallbackDomain.DRIVER_API, "cuLaunchKernel", None, lambda: None,
+                                           box["outer"] if self.shared_correlation else None)
+
+            box["outer"] = next(self.corr)
+            self._call(CallbackDomain.RUNTIME_API, "cudaLaunchKernel_v7000", None, body, box["outer"])
+            corr = box["driver"]
+        else:
+            corr = self._call(CallbackDomain.DRIVER_API, "cuLaunchKernel", None, lambda: None)
         start = self.cupti.get_timestamp()
         self.cupti.record(ActivityKind.CONCURRENT_KERNEL, correlation_id=corr, name=name, start=start,
                           end=start + 2000, stream_id=7, device_id=0)
