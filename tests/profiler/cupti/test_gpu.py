@@ -175,6 +175,19 @@ def test_sampled_launch_sites_lose_no_copy_or_sync_of_a_busy_loop(tmp_path: Path
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs PyTorch")
+def test_a_pinning_data_loader_loses_no_copy_or_sync(tmp_path: Path) -> None:
+    """The pin-memory thread's CUDA calls run beside the main thread's while the launch callbacks are switched."""
+    p = "torch_pinned_loader.py"
+    run = record(tmp_path, p, "--no-fingerprints")
+    batches = 375
+    ups = at(run, p, "upload", "h2d")
+    assert len(ups) == 2 * batches and all(r.pinned for r in ups), "inputs and labels, from pinned memory"
+    assert sorted({r.nbytes for r in ups}) == [64 * 8, 64 * 256 * 4]
+    assert len(at(run, p, "item", "d2h")) == batches and len(at(run, p, "item", "sync")) == batches
+    assert "launch.site" in run.meta.estimated
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs PyTorch")
 def test_switching_launch_callbacks_often_leaves_cupti_hearing() -> None:
     """Windows shut and opened from the program's own calls (`sampling`), after every launch, 2 ms apart.
 
