@@ -29,8 +29,18 @@ the calling thread, no loss was seen. A thread in the middle of a CUDA
 call while another thread switches can still meet it; in a PyTorch
 training step the main thread and autograd's thread take turns, so the
 usual case is clear, and `convert` warns of any record whose call went
-unheard. A loop that only launches (no copy, memset or sync) keeps its
-window shut until it makes one; its unsampled kernels keep no site.
+unheard.
+
+A loop that only launches (no copy, memset or sync) would keep its
+window shut. When every CUDA call heard so far came from the main
+thread, a timer thread of the sampler's own therefore asks the
+interpreter to run the reopening on the main thread once the pause is
+over (`Py_AddPendingCall`): the main thread runs it between two Python
+bytecodes, outside any CUDA call of its own (or inside the tracer's own
+callback, which is where switching is safe anyway), and no other thread
+is known to be in one. The timer switches nothing itself. A program
+whose other threads make CUDA calls opens its windows at their copies,
+memsets and syncs only.
 
 Memsets are not sampled: switching their callbacks with the launches' was
 the first way this loss was met. They are heard in the driver only
@@ -41,6 +51,7 @@ their sites, host pointers and fingerprints, and there are few of them.
 
 from __future__ import annotations
 
+import ctypes
 import random
 import threading
 import time
@@ -52,20 +63,52 @@ PER_WINDOW = 32
 PERIOD_S = 0.1
 
 
+_PENDING = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
+#: the sampler whose reopening the main thread is asked to run (one recording at a time per process)
+_ARMED: list[LaunchSampler] = []
+
+
+def _run_pending(_: object) -> int:
+    """Run on the main thread by the interpreter; must not raise (a non-zero return would raise in the program)."""
+    try:
+        if _ARMED:
+            _ARMED[0]._asked = False
+            _ARMED[0].tick()
+    except Exception:
+        pass
+    return 0
+
+
+#: the C function pointer the interpreter calls; alive for the process, since a call may be queued past a recording
+_PENDING_FN = _PENDING(_run_pending)
+
+
+def _ask_main_thread() -> bool:
+    """Queue `_run_pending` for the main thread (False if the interpreter's queue is full)."""
+    add = ctypes.pythonapi.Py_AddPendingCall
+    add.argtypes = [_PENDING, ctypes.c_void_p]
+    add.restype = ctypes.c_int
+    return add(_PENDING_FN, None) == 0
+
+
 class LaunchSampler:
     """Turns the launch callbacks off after `per_window` launches and on again about `period_s` later.
 
-    Every method but `stop` is called from the tracer's callbacks: `seen`
-    on a launch's entry, `close` on the exit of a launch once `full`, and
-    `tick` on entry to any other call heard while the window is shut.
+    `seen`, `close` and `tick` are called from the tracer's callbacks:
+    `seen` on a launch's entry, `close` on the exit of a launch once
+    `full`, `tick` on entry to any other call heard while the window is
+    shut; `tick` also from the main thread at the timer's request.
     Only one thread switches at a time (CUPTI asks callers to serialise
     `cuptiEnableCallback`); a thread that finds another switching leaves
     it to that one.
     """
 
     def __init__(self, switch: Callable[[bool], None], *, per_window: int = PER_WINDOW, period_s: float = PERIOD_S,
-                 on_reopen: Callable[[], None] = lambda: None, clock: Callable[[], float] = time.perf_counter) -> None:
+                 on_reopen: Callable[[], None] = lambda: None, clock: Callable[[], float] = time.perf_counter,
+                 main_only: Callable[[], bool] = lambda: False) -> None:
         self.switch = switch
+        #: whether every CUDA call heard so far came from the main thread (then the main thread may reopen)
+        self.main_only = main_only
         self.per_window = per_window
         self.period_s = period_s
         self.on_reopen = on_reopen
@@ -81,6 +124,10 @@ class LaunchSampler:
         self._stopped = False
         self._lock = threading.Lock()
         self._random = random.Random(0x5EED)
+        self._paused = threading.Event()  # set by `close`: the timer has a pause to wait out
+        self._ended = threading.Event()
+        self._timer: threading.Thread | None = None
+        self._asked = False  # a reopening is queued for the main thread
 
     @property
     def full(self) -> bool:
@@ -100,8 +147,41 @@ class LaunchSampler:
                 self.switch(False)
                 self.open = False
                 self._reopen_at = self.clock() + self.period_s * self._random.uniform(0.5, 1.5)
+                if self.main_only():
+                    self._arm()
         finally:
             self._lock.release()
+
+    def _arm(self) -> None:
+        """Have the timer ask the main thread to reopen once this pause is over."""
+        if self._timer is None:
+            _ARMED[:] = [self]
+            self._timer = threading.Thread(target=self._wait, name="offload-prof-launch-sites", daemon=True)
+            self._timer.start()
+        self._paused.set()
+
+    def _wait(self) -> None:
+        """The timer thread: waits out each pause, then asks the main thread to reopen until it has."""
+        ended = self._ended
+        while True:
+            self._paused.wait()
+            self._paused.clear()
+            while not self.open and not ended.is_set():
+                delay = self._reopen_at - self.clock()
+                if delay > 0:
+                    if ended.wait(delay):
+                        return
+                    continue
+                if not self.main_only():
+                    break
+                if not self._asked:  # one request in the interpreter's queue at a time
+                    self._asked = True
+                    if not _ask_main_thread():
+                        self._asked = False
+                if ended.wait(self.period_s / 4):
+                    return
+            if ended.is_set():
+                return
 
     def tick(self) -> None:
         """Turn the launch callbacks on again if the pause is over (from another call's entry callback)."""
@@ -122,6 +202,13 @@ class LaunchSampler:
         self._reopen_at = 0.0
 
     def stop(self) -> None:
-        """Switch nothing from now on (waits for a switch under way on another thread)."""
+        """Switch nothing from now on (waits for a switch under way on another thread); ends the timer."""
         with self._lock:
             self._stopped = True
+        if _ARMED and _ARMED[0] is self:
+            _ARMED.clear()
+        self._ended.set()
+        self._paused.set()
+        timer = self._timer
+        if timer is not None and timer is not threading.current_thread():
+            timer.join(timeout=5)

@@ -114,6 +114,8 @@ class Tracer:
         self.sampler: LaunchSampler | None = None
         #: thread -> (site, instr, role) of the runtime call it is inside
         self._outer: dict[int, tuple[Any, Any, str]] = {}
+        #: every thread a call was heard from (the sampler's timer may only act for the main thread alone)
+        self._threads: set[int] = set()
         self.frames = frames or FrameFilter()
         self.filled: list[tuple[Any, int]] = []  # activity buffers CUPTI returned, with their valid bytes
         self._subscriber: int | None = None
@@ -155,7 +157,8 @@ class Tracer:
                 launches = [key for key, api in by_id.items() if api.role == LAUNCH]
                 if self.launch_sites == "sampled" and launches:  # made first: the callback switches through it
                     self.sampler = LaunchSampler(self._switch(launches), per_window=self._window[0],
-                                                 period_s=self._window[1], on_reopen=self._forget_launches)
+                                                 period_s=self._window[1], on_reopen=self._forget_launches,
+                                                 main_only=self._main_only)
                 if LISTENERS.session is not None:  # a guard's listening-only session gives CUPTI up meanwhile
                     LISTENERS.session.pause()
                 self._subscriber, self._pointer = native.subscribe(self._callback(by_id))
@@ -193,6 +196,10 @@ class Tracer:
             except Exception as exc:
                 self.error("switching the launch callbacks", exc)
         return switch
+
+    def _main_only(self) -> bool:
+        """Whether every call heard so far was made on the main thread."""
+        return self._threads <= {threading.main_thread().ident}
 
     def _forget_launches(self) -> None:
         """Drop the runtime launches threads are still said to be inside: their exits went unheard.
@@ -355,6 +362,7 @@ class Tracer:
             into[cbid_] = (api_, copy_reader(api_.layout) if api_.layout is not None else None)
         outer = self._outer
         sampler = self.sampler
+        threads = self._threads
         #: thread -> an async D2H (corr, dst, count, instr) whose bytes are not known to be final
         pending: dict[int, tuple[int, int, int, Any]] = {}
         awaiting: dict[int, int] = {}  # thread -> correlation id of the sync that makes them final
@@ -384,6 +392,7 @@ class Tracer:
                     return
                 api, copy = entry
                 tid = get_ident()
+                threads.add(tid)
                 role = api.role
                 if role != LAUNCH and sampler is not None and not sampler.open:  # before `outer` is read: may clear it
                     sampler.tick()

@@ -301,6 +301,49 @@ def test_the_window_opens_again_on_the_thread_that_calls(fake) -> None:  # type:
     assert all(inside for _, inside in cupti.native.switches[started:]) and not cupti.native.deaf
 
 
+def test_a_loop_that_only_launches_opens_its_window_again_on_the_main_thread(fake) -> None:  # type: ignore[no-untyped-def]
+    """No copy, memset or sync to open it from: the timer asks the main thread, which switches between bytecodes."""
+    import threading
+
+    cupti, cuda, frames = fake
+    t = Tracer(cupti, fingerprints=False, frames=frames, native=cupti.native, launch_window=2,
+               launch_pause_s=0.01).start()
+    assert t.sampler is not None
+    first = [cuda.launch("k") for _ in range(2)]
+    assert not t.sampler.open
+    shut = len(cupti.native.switches)
+    deadline = time.monotonic() + 20
+    while not t.sampler.open and time.monotonic() < deadline:
+        pass  # no CUDA call here: only the main thread's pending call can open the window
+    again = cuda.launch("k")  # marker: after the timer's reopening
+    capture = t.stop()
+    assert t.sampler.open and t.sampler.windows == 2
+    assert all(c in capture.calls for c in first) and capture.calls[again].site[1] == line_of(
+        "# marker: after the timer's reopening")
+    reopening = cupti.native.switches[shut:]
+    assert reopening and all(tid == threading.get_ident() and not inside for tid, inside in reopening), \
+        "switched by the main thread, outside any CUDA call"
+    assert not cupti.native.deaf
+
+
+def test_no_timer_reopens_once_another_thread_has_made_calls(fake) -> None:  # type: ignore[no-untyped-def]
+    import threading
+
+    cupti, cuda, frames = fake
+    t = Tracer(cupti, fingerprints=False, frames=frames, native=cupti.native, launch_window=2,
+               launch_pause_s=0.01).start()
+    worker = threading.Thread(target=cuda.launch)  # heard: a thread other than the main one makes CUDA calls
+    worker.start()
+    worker.join()
+    until = time.monotonic() + 0.3
+    while time.monotonic() < until:
+        cuda.launch("k")
+    capture = t.stop()
+    assert t.sampler is not None and t.sampler.windows == 1 and not t.sampler.open
+    assert sum(c.role == "launch" for c in capture.calls.values()) == 2
+    assert t.sampler._timer is None
+
+
 def test_memsets_are_heard_in_the_driver_only(fake) -> None:  # type: ignore[no-untyped-def]
     """A runtime memset with bytes to set costs the two callbacks of its driver call; an empty one costs none."""
     cupti, cuda, frames = fake
