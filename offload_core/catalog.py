@@ -36,8 +36,9 @@ API_KINDS: Final[tuple[ApiKind, ...]] = get_args(ApiKind)
 _Choice = TypeVar("_Choice", bound=str)
 _REQUIRED = ("id", "name", "kind", "severity", "summary", "message", "rationale", "fix", "fix_safety", "examples")
 
-#: LibYAML's safe loader where PyYAML was built with it (ten times faster on the rule catalog), else the pure one
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+#: LibYAML's safe loader where PyYAML was built with it (ten times faster on the rule catalog), else the pure one;
+#: the profiler's own YAML files (link profiles, budgets) are read with it too
+YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class CatalogError(ValueError):
@@ -155,7 +156,7 @@ def _read_yaml(path: Path) -> Any:
     except (OSError, UnicodeDecodeError) as exc:
         raise CatalogError(f"{path}: cannot read ({exc})") from None
     try:
-        return yaml.load(text, Loader=_YAML_LOADER)
+        return yaml.load(text, Loader=YAML_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""

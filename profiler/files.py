@@ -45,6 +45,7 @@ MAX_CONFIG_BYTES: Final = 16 * 1024**2
 _GZIP_MAGIC = b"\x1f\x8b"
 _CHUNK = 1 << 20
 
+
 def read_input(path: str | os.PathLike[str], what: str, limit: int | None = None) -> bytes:
     """The bytes of a regular file, inflated when gzip-compressed, at most `limit` (`MAX_INPUT_BYTES`).
 
@@ -111,6 +112,8 @@ def read_yaml(path: str | os.PathLike[str], what: str) -> Any:
     """The YAML data of a small configuration file (a budget, a link profile), or a one-line `TraceError`."""
     import yaml
 
+    from offload_core.catalog import YAML_LOADER
+
     name = str(path)
     raw = read_input(path, what, MAX_CONFIG_BYTES)
     try:
@@ -118,7 +121,7 @@ def read_yaml(path: str | os.PathLike[str], what: str) -> Any:
     except UnicodeDecodeError as exc:
         raise TraceError(f"{name}: not a {what} (not UTF-8 text: byte {exc.start})") from None
     try:
-        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # LibYAML when built in
+        return yaml.load(text, Loader=YAML_LOADER)
     except yaml.YAMLError as exc:
         raise TraceError(f"{name}: not a {what} (invalid YAML: {str(exc).splitlines()[0]})") from None
     except RecursionError:

@@ -119,8 +119,7 @@ class Native:
         lib.cuptiActivityGetNextRecord.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)]
         lib.cuptiGetResultString.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
         lib.cuptiGetTimestamp.argtypes = [ctypes.POINTER(ctypes.c_uint64)]
-        for name in ("cuptiGetTimestamp", "cuptiSubscribe", "cuptiEnableCallback",
-                     "cuptiUnsubscribe",
+        for name in ("cuptiGetTimestamp", "cuptiSubscribe", "cuptiEnableCallback", "cuptiUnsubscribe",
                      "cuptiActivityRegisterCallbacks", "cuptiActivityGetNextRecord", "cuptiGetResultString"):
             getattr(lib, name).restype = ctypes.c_int
         self._keep: list[Any] = []  # function pointers CUPTI holds must outlive every call into them

@@ -83,12 +83,14 @@ def _run_pending(_: object) -> int:
 _PENDING_FN = _PENDING(_run_pending)
 
 
+_ADD_PENDING_CALL = ctypes.pythonapi.Py_AddPendingCall
+_ADD_PENDING_CALL.argtypes = [_PENDING, ctypes.c_void_p]
+_ADD_PENDING_CALL.restype = ctypes.c_int
+
+
 def _ask_main_thread() -> bool:
     """Queue `_run_pending` for the main thread (False if the interpreter's queue is full)."""
-    add = ctypes.pythonapi.Py_AddPendingCall
-    add.argtypes = [_PENDING, ctypes.c_void_p]
-    add.restype = ctypes.c_int
-    return add(_PENDING_FN, None) == 0
+    return _ADD_PENDING_CALL(_PENDING_FN, None) == 0
 
 
 class LaunchSampler:
