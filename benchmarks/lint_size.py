@@ -33,13 +33,13 @@ sys.path.insert(0, str(ROOT))
 
 CHILD = r"""
 import json, resource, sys, time, types
-import linter.engine
+import linter.run.engine
 if sys.argv[2] == "collector":  # the engine's pause of the collector made a no-op
-    linter.engine.gc = types.SimpleNamespace(isenabled=lambda: False, disable=lambda: None, enable=lambda: None)
+    linter.run.engine.gc = types.SimpleNamespace(isenabled=lambda: False, disable=lambda: None, enable=lambda: None)
 from offload_core.catalog import load_catalog
-from linter.apis import ApiIndex
-from linter.engine import lint_text
-from linter.source import settings_for
+from linter.analysis.apis import ApiIndex
+from linter.run.engine import lint_text
+from linter.config.rules import settings_for
 
 catalog = load_catalog()
 enabled = frozenset(c for c, r in catalog.rules.items() if r.kind == "static" and r.default_enabled)

@@ -21,9 +21,9 @@ from typing import Sequence
 from offload_core.catalog import CatalogError
 
 from . import __version__
-from .config import ConfigError, find_pyproject
-from .explain import explain_rule, list_rules
-from .output import OutputError
+from .config.pyproject import ConfigError, find_pyproject
+from .outputs.explain import explain_rule, list_rules
+from .outputs.emit import OutputError
 
 
 def _codes(values: Sequence[str] | None) -> list[str] | None:
@@ -78,9 +78,9 @@ def cmd_check(argv: Sequence[str]) -> int:
             raise ConfigError(f"{path}: no such file or folder")
     config_path = Path(args.config) if args.config else find_pyproject(paths)
     # LibCST is the slow part of start-up; `rules` and `explain` never load it.
-    from .fixing import fix_files
-    from .output import emit, write_stdout
-    from .session import Session
+    from .outputs.applying import fix_files
+    from .outputs.emit import emit, write_stdout
+    from .run.session import Session
 
     session = Session.configured(
         config_path, args, _codes(args.select), _codes(args.extend_select) or (), _codes(args.ignore) or ()
@@ -128,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _abandon_stdout()
         return 1
     except Exception as exc:  # a bug of ours: one line, and a way to report it
-        from .workers import WorkerDied
+        from .run.workers import WorkerDied
 
         if isinstance(exc, WorkerDied):
             sys.stderr.write(f"offload-lint: {exc}\n")

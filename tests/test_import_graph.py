@@ -138,7 +138,7 @@ def _edge(source: str, target: str, **kw: bool) -> Edge:
     ("profiler.trace.records", "offload_core.events", "may use only offload_core.shared"),
     ("linter.cli", "offload_core.launch", "may use only offload_core.shared"),
     ("offload_core.catalog", "linter.cli", "offload_core may not import linter"),
-    ("linter.reporters", "profiler.outputs.gate", "linter may not import profiler"),
+    ("linter.outputs.formats", "profiler.outputs.gate", "linter may not import profiler"),
     ("offload_core.residency", "offload_core.capture", "a higher room"),
 ])
 def test_upward_and_sideways_imports_are_reported(source: str, target: str, why: str) -> None:
@@ -153,7 +153,7 @@ def test_upward_and_sideways_imports_are_reported(source: str, target: str, why:
     ("profiler.sources.recorder", "offload_core.events"),
     ("profiler.trace.model", "profiler.trace.tracefile"),
     ("offload_core.region", "offload_core.capture"),
-    ("linter.reporters", "offload_core.github"),
+    ("linter.outputs.formats", "offload_core.github"),
 ])
 def test_downward_imports_pass(source: str, target: str) -> None:
     assert violation(read_layers(), _edge(source, target)) is None

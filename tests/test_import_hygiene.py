@@ -66,7 +66,7 @@ CASES = {
                           "pygls", "lsprotocol"),
     # `offload-lint server` checks for pygls before anything imports it (the `lsp` extra is optional)
     "import linter.server": ("textual", "profiler", "cupy", "libcst", "pygls", "lsprotocol"),
-    "import linter.engine, linter.runner, linter.reporters, linter.fixing": ("textual", "profiler", "cupy"),
+    "import linter.run.engine, linter.run.runner, linter.outputs.formats, linter.outputs.applying": ("textual", "profiler", "cupy"),
     "import contextlib, io, linter.cli  # `offload-lint rules` answers without LibCST\n"
     "with contextlib.redirect_stdout(io.StringIO()): linter.cli.main(['rules'])": ("textual", "profiler", "cupy", "libcst"),
 }

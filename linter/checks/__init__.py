@@ -3,4 +3,3 @@
 from __future__ import annotations
 
 from . import collectives, flow, kernel_bodies, launches, loaders, syncs, transfers  # noqa: F401  (registration)
-from .registry import CHECKS, Check, check, checks_for  # noqa: F401

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..context import FileContext
-from ..model import Loop
+from .file import FileContext
+from ..analysis.scopes import Loop
 from .registry import check
 
 #: torch.distributed's collectives whose first argument holds the result (reduced, sent or gathered into);

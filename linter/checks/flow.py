@@ -16,10 +16,10 @@ from typing import Callable
 
 import libcst as cst
 
-from ..context import FileContext
-from ..loops import walk
-from ..index import IndexedCall, Event, WithItem
-from ..kernels import WRITES
+from .file import FileContext
+from ..analysis.loops import walk
+from ..analysis.scopes import Event, IndexedCall, WithItem
+from ..analysis.project import WRITES
 from .registry import check
 
 Handler = Callable[[Event, int], None]

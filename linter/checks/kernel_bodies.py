@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..context import FileContext
-from ..kernels import signature_of_def
-from ..loops import MUTATING_METHODS
+from .file import FileContext
+from ..analysis.kernels import signature_of_def
+from ..analysis.loops import MUTATING_METHODS
 from .registry import check
 
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..context import FileContext
-from ..fixes import wrap_fix
+from .file import FileContext
+from .fixes import wrap_fix
 from ..findings import Edit, Fix
-from ..index import IndexedCall, Loop
-from ..kernels import WRITES
+from ..analysis.scopes import IndexedCall, Loop
+from ..analysis.project import WRITES
 from .registry import check
 
 

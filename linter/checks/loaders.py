@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..context import FileContext
+from .file import FileContext
 from ..findings import Edit
-from ..model import IndexedCall, Loop, Scope, Unpack
+from ..analysis.scopes import IndexedCall, Loop, Scope, Unpack
 from .registry import check
 
 WRAPPERS = frozenset({"enumerate", "tqdm", "zip", "iter", "islice", "trange"})

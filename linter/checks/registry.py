@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..context import FileContext
+from .file import FileContext
 
 Check = Callable[[FileContext], None]
 CHECKS: dict[str, Check] = {}

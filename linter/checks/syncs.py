@@ -31,9 +31,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..context import FileContext
-from ..model import IndexedCall, Loop, Unpack
-from ..uses import UseFinder
+from .file import FileContext
+from ..analysis.scopes import IndexedCall, Loop, Unpack
+from ..analysis.uses import UseFinder
 from .registry import check
 
 TIMERS = frozenset({

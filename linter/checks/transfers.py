@@ -21,12 +21,12 @@ import re
 
 import libcst as cst
 
-from ..context import FileContext
-from ..fixes import device_create_fix, hoist_fix
-from ..index import IndexedCall
-from ..model import Unpack
-from ..semantics import Classified
-from ..uses import path_to
+from .file import FileContext
+from .fixes import device_create_fix, hoist_fix
+from ..analysis.scopes import IndexedCall
+from ..analysis.scopes import Unpack
+from ..analysis.semantics import Classified
+from ..analysis.uses import path_to
 from .registry import check
 
 COLLECTING_METHODS = frozenset({"append", "extend", "insert", "add", "appendleft", "put"})
@@ -139,7 +139,7 @@ DEVICE_RNG = {"cupy": "cupy.random", "torch": "torch"}
 def _random_source(ctx: FileContext, site: IndexedCall, data: cst.BaseExpression) -> cst.Call | None:
     """The host random draw `data` is (directly, through a fill method, or by the name's reaching binding)."""
     sem = ctx.sem
-    from ..loops import is_random
+    from ..analysis.loops import is_random
 
     node = data
     if isinstance(node, cst.Name):

@@ -40,8 +40,8 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from .. import __version__
-from ..config import ConfigError
-from ..notebooks import Notebook, NotebookError
+from ..config.pyproject import ConfigError
+from ..inputs.notebooks import Notebook, NotebookError
 from . import messages
 from .messages import View
 from .positions import LineIndex

@@ -42,11 +42,11 @@ from typing import Mapping, Sequence
 from offload_core.catalog import Rule
 
 from ..findings import FileResult, Finding, Fix
-from ..notebooks import Notebook, NotebookFixError
-from ..runner import module_name_of
-from ..session import Session
-from ..signatures import KernelIndex, KernelSig
-from ..source import DecodeError, UnreadableError, decode, read_source
+from ..inputs.notebooks import Notebook, NotebookFixError
+from ..run.runner import module_name_of
+from ..run.session import Session
+from ..analysis.project import KernelIndex, KernelSig
+from ..inputs.source import DecodeError, UnreadableError, decode, read_source
 
 #: what `Session` reads of the command line: the server's defaults (fixes of both kinds are offered, marked)
 _ARGS = dict(no_cache=False, cache_dir=None, unsafe_fixes=True, show_suppressed=False, jobs=1)
@@ -72,7 +72,7 @@ class Linted:
 
     def relint(self, text: str) -> FileResult:
         """The same lint (settings, kernels, module name, cells) of another text: for fixing in rounds."""
-        from ..engine import lint_text
+        from ..run.engine import lint_text
 
         return lint_text(
             text, self.session.settings, self.session.apis, self.kernels,
@@ -99,7 +99,7 @@ class Linted:
         Kept once computed: editors ask for code actions at every move of
         the cursor, and each round of fixes lints the text again.
         """
-        from ..fixing import fix_text
+        from ..outputs.applying import fix_text
 
         def applicable(result: FileResult) -> list[Finding]:
             return [f for f in self.session.visible(result)
@@ -112,7 +112,7 @@ class Linted:
 
 def applied(text: str, fix: Fix) -> str:
     """`text` with one fix applied."""
-    from ..fixes import apply_fixes
+    from ..checks.fixes import apply_fixes
 
     return apply_fixes(text, [fix])[0]
 
@@ -133,7 +133,7 @@ class Projects:
 
     def session_for(self, path: Path | None) -> Session:
         """The session of the configuration `path` falls under; raises ConfigError or CatalogError."""
-        from ..config import find_pyproject
+        from ..config.pyproject import find_pyproject
 
         start = path.parent if path is not None else self.folder_of(None)
         config_path = find_pyproject([start]) if start is not None and start.is_dir() else None
@@ -161,7 +161,7 @@ class Projects:
              notebook: Notebook | None = None) -> Linted:
         """Lint a document's text, or a notebook's cells (`notebook`, whose Python `text` is); `store` when
         the text is the file's content on disk (open, save)."""
-        from ..engine import lint_text
+        from ..run.engine import lint_text
 
         started = time.perf_counter()
         session = self.session_for(path)
@@ -199,7 +199,7 @@ class Projects:
     def _kernels(self, result: FileResult, path: Path | None, session: Session,
                  open_texts: Mapping[Path, str]) -> KernelIndex:
         """The signatures of the kernels `result` imports, from the files its imports name."""
-        from ..engine import lint_text
+        from ..run.engine import lint_text
 
         if not result.needs or path is None:
             return KernelIndex()

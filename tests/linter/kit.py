@@ -11,10 +11,11 @@ from typing import Any, Iterable, Mapping
 
 from offload_core.catalog import load_catalog
 
-from linter.apis import ApiIndex
-from linter.engine import lint_text, settings_for
+from linter.analysis.apis import ApiIndex
+from linter.config.rules import settings_for
+from linter.run.engine import lint_text
 from linter.findings import FileResult
-from linter.kernels import KernelIndex
+from linter.analysis.project import KernelIndex
 
 CATALOG = load_catalog()
 APIS = ApiIndex.from_files(CATALOG.apis)

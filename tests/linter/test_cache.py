@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from linter.cache import Cache, fingerprint
+from linter.run.cache import Cache, fingerprint
 from linter.findings import FileResult, Finding
 
 

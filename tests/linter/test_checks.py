@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from linter.kernels import KernelIndex, KernelParam, KernelSig
+from linter.analysis.project import KernelIndex, KernelParam, KernelSig
 
 from .kit import codes, lint
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from linter.config import Config, ConfigError, enabled_codes, find_pyproject, load_config, matches
+from linter.config.pyproject import Config, ConfigError, enabled_codes, find_pyproject, load_config, matches
 
 from .kit import CATALOG
 

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from linter.engine import lint_text, settings_for
-from linter.notebooks import Notebook
+from linter.config.rules import settings_for
+from linter.run.engine import lint_text
+from linter.inputs.notebooks import Notebook
 
 from .kit import APIS, CATALOG, DEFAULT, run_cli
 
@@ -66,7 +67,7 @@ def test_the_collector_is_paused_only_while_a_file_is_linted(enabled_before: boo
     try:
         (gc.enable if enabled_before else gc.disable)()
         seen: list[bool] = []
-        import linter.engine as engine
+        import linter.run.engine as engine
 
         original = engine.build_index
 

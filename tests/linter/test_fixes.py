@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from linter.engine import lint_text, settings_for
+from linter.config.rules import settings_for
+from linter.run.engine import lint_text
 from linter.findings import Edit, Fix
-from linter.fixes import apply_fixes
-from linter.fixing import fix_text
+from linter.checks.fixes import apply_fixes
+from linter.outputs.applying import fix_text
 
 from .kit import APIS, CATALOG
 

@@ -252,7 +252,7 @@ def test_a_fixed_file_keeps_its_mode_its_hard_links_and_its_symlink(tmp_path: Pa
 REWRITE = """
 import sys
 from pathlib import Path
-from linter.rewrite import rewrite
+from linter.outputs.rewrite import rewrite
 try:
     rewrite(Path(sys.argv[1]), b"n" * int(sys.argv[2]), Path(sys.argv[1]).read_bytes())
 except OSError as exc:
@@ -270,7 +270,7 @@ def test_rewrite_puts_back_what_a_failed_write_overwrote(tmp_path: Path) -> None
                               timeout=60, preexec_fn=lambda: _limit_file_size(2048))
         assert (proc.returncode, proc.stderr.strip()) == (1, "File too large")
         assert path.read_bytes() == old
-    from linter.rewrite import rewrite
+    from linter.outputs.rewrite import rewrite
 
     rewrite(path, b"short\n", old)
     assert path.read_bytes() == b"short\n"

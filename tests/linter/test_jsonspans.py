@@ -7,7 +7,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from linter import jsonspans
+from linter.inputs import jsonspans
 
 TEXT = '{ "a" : [1, {"b": "x"}] ,\n  "c":"d\\"e",  "a": [ ] , "e" : {"f": [true, null]}\n}'
 

@@ -6,7 +6,7 @@ import ast
 
 import pytest
 
-from linter.magics import to_python
+from linter.inputs.magics import to_python
 
 
 def python(source: str) -> list[str]:

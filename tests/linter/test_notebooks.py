@@ -11,10 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from linter.notebooks import Notebook, NotebookError, NotebookFixError
+from linter.inputs.notebooks import Notebook, NotebookError, NotebookFixError
 
 from .kit import APIS, CATALOG, DEFAULT, ROOT, run_cli
-from linter.engine import lint_text, settings_for
+from linter.config.rules import settings_for
+from linter.run.engine import lint_text
 
 
 def code(source: str | list[str], **extra: Any) -> dict[str, Any]:

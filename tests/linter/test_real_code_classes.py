@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from linter import engine
+from linter.run import engine
 
 from .kit import codes, lint, run_cli
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import jsonschema
 
-from linter import reporters
+from linter.outputs import formats as reporters
 from linter.findings import Edit, Finding, Fix
 
 from .kit import CATALOG, lint

@@ -14,7 +14,8 @@ import hypothesmith
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from linter.engine import lint_bytes, settings_for
+from linter.config.rules import settings_for
+from linter.run.engine import lint_bytes
 
 from .kit import APIS, CATALOG, lint, run_cli
 

@@ -15,10 +15,11 @@ from typing import Any
 
 import pytest
 
-from linter.checks import CHECKS
-from linter.engine import DIAGNOSTICS, lint_text, settings_for
+from linter.checks.registry import CHECKS
+from linter.config.rules import settings_for
+from linter.run.engine import DIAGNOSTICS, lint_text
 from linter.findings import FileResult
-from linter.fixing import fix_text
+from linter.outputs.applying import fix_text
 
 from . import standins
 from .kit import APIS, CATALOG, codes, lint
@@ -37,7 +38,7 @@ def test_catalog_example(rule, which, example) -> None:  # type: ignore[no-untyp
     """An invalid example yields exactly its expected findings (code, line, column); a valid one none."""
     settings = settings_for(CATALOG.rules, frozenset({rule.id}), {rule.id: dict(example.options)})
     if rule.id == "OFF902":
-        from linter.engine import lint_bytes
+        from linter.run.engine import lint_bytes
 
         result, _ = lint_bytes(example.code.encode("utf-8"), settings, APIS)
     else:

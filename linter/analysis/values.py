@@ -32,7 +32,7 @@ from typing import Any
 
 import libcst as cst
 
-from .model import Binding, IndexedCall, ModuleIndex, Scope, Unpack
+from .scopes import Binding, IndexedCall, ModuleIndex, Scope, Unpack
 
 MAYBE = "?"
 # Attributes of a device array or of a module's output that are host values; every other attribute of a

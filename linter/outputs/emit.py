@@ -19,15 +19,17 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import __version__, reporters
+from .. import __version__
+
+from . import formats as reporters
 
 
 class OutputError(OSError):
     """The report could not be written; the message is one line naming the file."""
 
 if TYPE_CHECKING:
-    from .runner import RunResult
-    from .session import Session
+    from ..run.runner import RunResult
+    from ..run.session import Session
 
 
 def emit(session: Session, run: RunResult) -> int:

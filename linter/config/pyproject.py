@@ -25,9 +25,9 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from offload_core.catalog import Rule
 
-from .contexts import ContextError, ContextMap, parse_contexts
-from .patterns import matches
-from .source import UnreadableError, read_source
+from ..inputs.contexts import ContextError, ContextMap, parse_contexts
+from ..inputs.patterns import matches
+from ..inputs.source import UnreadableError, read_source
 
 if sys.version_info >= (3, 11):
     import tomllib

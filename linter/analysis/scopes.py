@@ -121,11 +121,11 @@ class ModuleIndex:
     renamed: dict[int, str] = field(default_factory=dict)  # id(Name node) -> `y@N` for comprehension variables
 
 
-def _dotted(node: cst.CSTNode | None) -> str:
+def dotted(node: cst.CSTNode | None) -> str:
     if isinstance(node, cst.Name):
         return node.value
     if isinstance(node, cst.Attribute):
-        return f"{_dotted(node.value)}.{node.attr.value}"
+        return f"{dotted(node.value)}.{node.attr.value}"
     return ""
 
 

@@ -31,16 +31,17 @@ import traceback
 
 import libcst as cst
 
-from . import suppressions
-from .apis import ApiIndex
-from .checks import checks_for
-from .context import FileContext
-from .findings import FileResult, Finding
-from .index import build_index
-from .kernels import KernelIndex
-from .notebooks import CellMap
-from .semantics import Semantics
-from .source import DecodeError, Decoded, RuleSettings, decode, diagnostic, settings_for  # noqa: F401
+from ..inputs import suppressions
+from ..analysis.apis import ApiIndex
+from ..checks.registry import checks_for
+from ..checks.file import FileContext
+from ..findings import FileResult, Finding
+from ..analysis.walk import build_index
+from ..analysis.project import KernelIndex
+from ..inputs.notebooks import CellMap
+from ..analysis.semantics import Semantics
+from ..config.rules import RuleSettings, diagnostic
+from ..inputs.source import DecodeError, Decoded, decode
 
 
 #: the codes the engine reports itself: a file that cannot be read, parsed, or is too large never reaches a check

@@ -17,10 +17,10 @@ from typing import Any, Callable, Mapping
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
-from .findings import Edit, Finding, Fix
-from .index import ModuleIndex
-from .semantics import Semantics
-from .source import RuleSettings
+from ..findings import Edit, Finding, Fix
+from ..analysis.scopes import ModuleIndex
+from ..analysis.semantics import Semantics
+from ..config.rules import RuleSettings
 
 
 class FileContext:

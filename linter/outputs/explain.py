@@ -15,7 +15,7 @@ from typing import Sequence
 
 from offload_core.catalog import Rule, load_catalog
 
-from .config import ConfigError
+from ..config.pyproject import ConfigError
 
 
 def list_rules(argv: Sequence[str]) -> int:

@@ -31,13 +31,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from .apis import ApiIndex
+from ..analysis.apis import ApiIndex
 from .cache import Cache
-from .config import Config, matches
-from .findings import FileResult
-from .notebooks import CellMap, Notebook, NotebookError, is_notebook
-from .signatures import KernelIndex
-from .source import DecodeError, RuleSettings, UnreadableError, decode, diagnostic, read_source
+from ..config.pyproject import Config, matches
+from ..findings import FileResult
+from ..inputs.notebooks import CellMap, Notebook, NotebookError, is_notebook
+from ..analysis.project import KernelIndex
+from ..config.rules import RuleSettings, diagnostic
+from ..inputs.source import DecodeError, UnreadableError, decode, read_source
 from .workers import WorkerDied, die_with_parent
 
 _STATE: dict[str, Any] = {}

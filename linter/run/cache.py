@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
-from .findings import FileResult
+from ..findings import FileResult
 
 FORMAT = 1
 

@@ -23,9 +23,8 @@ from typing import Any
 
 import libcst as cst
 
-from .model import (  # noqa: F401  (re-exported for the checks)
-    Binding, Event, EventKind, IndexedCall, Loop, LoopKind, ModuleIndex, Scope, ScopeKind, Unpack, WithItem, _dotted,
-    root_name,
+from .scopes import (
+    Binding, Event, EventKind, IndexedCall, Loop, LoopKind, ModuleIndex, Scope, ScopeKind, Unpack, WithItem, dotted,
 )
 
 
@@ -168,7 +167,7 @@ class Indexer(cst.CSTVisitor):
 
     def visit_Import(self, node: cst.Import) -> bool:
         for alias in node.names:
-            full = _dotted(alias.name)
+            full = dotted(alias.name)
             if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                 local = alias.asname.name.value
                 self.idx.aliases[local] = full
@@ -179,7 +178,7 @@ class Indexer(cst.CSTVisitor):
         return False
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        module = _dotted(node.module) if node.module is not None else ""
+        module = dotted(node.module) if node.module is not None else ""
         if node.relative:
             package = self.idx.module_name if self.is_package else self.idx.module_name.rpartition(".")[0]
             for _ in range(len(node.relative) - 1):
@@ -189,7 +188,7 @@ class Indexer(cst.CSTVisitor):
             self.idx.star_imports.append(module)
             return False
         for alias in node.names:
-            name = _dotted(alias.name)
+            name = dotted(alias.name)
             local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else name
             self.idx.aliases[local] = f"{module}.{name}" if module else name
             self._bind(local, alias, "import", None)

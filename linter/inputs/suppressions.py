@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from .findings import Finding
+from ..findings import Finding
 
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z]+\d+(?:[\s,]+[A-Za-z]+\d+)*))?", re.I)
 _IGNORE = re.compile(r"#\s*offload:\s*ignore(?:\[(?P<codes>[^\]]*)\])?", re.I)

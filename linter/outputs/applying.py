@@ -25,13 +25,13 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING, Callable
 
-from .findings import FileResult, Finding, Fix
-from .notebooks import Notebook, NotebookFixError
+from ..findings import FileResult, Finding, Fix
+from ..inputs.notebooks import Notebook, NotebookFixError
 from .rewrite import write_fixed
 
 if TYPE_CHECKING:
-    from .runner import Job, RunResult
-    from .session import Session
+    from ..run.runner import Job, RunResult
+    from ..run.session import Session
 
 ROUNDS = 10
 
@@ -61,7 +61,7 @@ def fix_text(
     `accept(text, fix)`, where given, vetoes single fixes (in a notebook: one
     that would rewrite a line of IPython syntax); the others still apply.
     """
-    from .fixes import apply_fixes
+    from ..checks.fixes import apply_fixes
 
     current = result
     for _ in range(ROUNDS):
@@ -82,7 +82,7 @@ def fix_text(
 
 def _writable(notebook: Notebook, code: str, fix: Fix) -> bool:
     """Can `fix`, applied to a notebook's Python `code`, be written back (no line of IPython syntax changed)?"""
-    from .fixes import apply_fixes
+    from ..checks.fixes import apply_fixes
 
     try:
         notebook.fixed_sources(apply_fixes(code, [fix])[0])
@@ -92,8 +92,8 @@ def _writable(notebook: Notebook, code: str, fix: Fix) -> bool:
 
 
 def fix_files(session: Session, run: RunResult, write: bool) -> FixOutcome:
-    from .engine import lint_text
-    from .fixes import unified_diff
+    from ..run.engine import lint_text
+    from ..checks.fixes import unified_diff
 
     outcome = FixOutcome()
     for n, result in enumerate(run.results):

@@ -27,8 +27,8 @@ from typing import Mapping, Sequence
 from offload_core.catalog import Rule
 from offload_core.github import Level, annotation
 
-from .findings import Finding
-from .notebooks import Notebook
+from ..findings import Finding
+from ..inputs.notebooks import Notebook
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 _LEVEL = {"error": "error", "warning": "warning", "info": "note"}

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from . import jsonspans
-from .findings import FileResult, Finding
+from ..findings import FileResult, Finding
 from .magics import to_python
 
 SUFFIX = ".ipynb"

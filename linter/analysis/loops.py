@@ -30,8 +30,8 @@ from typing import Any
 
 import libcst as cst
 
-from .model import IndexedCall, Loop
-from .signatures import WRITES, KernelParam, KernelSig
+from .scopes import IndexedCall, Loop
+from .project import WRITES, KernelParam, KernelSig
 
 PURE_MODULES = frozenset({"numpy", "cupy", "cupyx", "torch", "jax", "math", "builtins", "numba", "operator"})
 MUTATING_FUNCS = frozenset(

@@ -15,12 +15,12 @@ from typing import Sequence
 
 from offload_core.catalog import Catalog, load_catalog
 
-from . import __version__
-from .apis import ApiIndex
+from .. import __version__
+from ..analysis.apis import ApiIndex
 from .cache import Cache, fingerprint
-from .config import Config, enabled_codes, load_config
-from .source import settings_for
-from .findings import FileResult, Finding
+from ..config.pyproject import Config, enabled_codes, load_config
+from ..config.rules import settings_for
+from ..findings import FileResult, Finding
 from .runner import RunResult, Runner, discover
 
 

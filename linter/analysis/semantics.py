@@ -23,11 +23,12 @@ from dataclasses import dataclass
 import libcst as cst
 
 from .apis import Api, ApiIndex
-from .index import IndexedCall, ModuleIndex, Scope
-from .model import _dotted
+from .scopes import IndexedCall, ModuleIndex, Scope
+from .scopes import dotted
 from .loops import LoopFacts
 from .values import DeviceValues
-from .kernels import KernelIndex, KernelParam, KernelSig, signature_of_def, signature_of_rawkernel
+from .kernels import signature_of_def, signature_of_rawkernel
+from .project import KernelIndex, KernelParam, KernelSig
 
 BUILTINS = frozenset(dir(builtins))
 OFFLOAD_NAMES = frozenset({"offload", "region", "kernel", "RawKernel", "In", "Out", "InOut", "Owned"})
@@ -169,7 +170,7 @@ class Semantics(LoopFacts, DeviceValues):
         data = _arg(call, api.arg if api.arg is not None else 0, None)
         kind = api.kind
         if api.direction_arg is not None:  # cudaMemcpy(..., cudaMemcpyKind.cudaMemcpyHostToDevice)
-            named = _dotted(_arg(call, api.direction_arg, "kind"))
+            named = dotted(_arg(call, api.direction_arg, "kind"))
             if named.endswith("HostToDevice"):
                 kind = "h2d"
             elif named.endswith("DeviceToHost"):

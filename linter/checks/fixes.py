@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Iterable
 
 import libcst as cst
 
-from .findings import Edit, Fix
+from ..findings import Edit, Fix
 
 if TYPE_CHECKING:
-    from .context import FileContext
-    from .index import IndexedCall, Loop
-    from .semantics import Classified
+    from .file import FileContext
+    from ..analysis.scopes import IndexedCall, Loop
+    from ..analysis.semantics import Classified
 
 _UNSAFE_CREATORS = frozenset({"arange", "linspace"})
 

@@ -15,7 +15,7 @@ from typing import Callable
 
 import libcst as cst
 
-from .signatures import ACCESSES, WRITES, KernelIndex, KernelParam, KernelSig  # noqa: F401  (re-exported)
+from .project import ACCESSES, KernelParam, KernelSig
 
 
 Qualify = Callable[[cst.BaseExpression], "str | None"]
