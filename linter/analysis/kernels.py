@@ -15,7 +15,9 @@ from typing import Callable
 
 import libcst as cst
 
-from .project import ACCESSES, KernelParam, KernelSig
+from .names import Names
+from .project import ACCESSES, KernelIndex, KernelParam, KernelSig
+from .scopes import IndexedCall
 
 
 Qualify = Callable[[cst.BaseExpression], "str | None"]
@@ -86,3 +88,69 @@ def signature_of_rawkernel(name: str, call: cst.Call, module_name: str, qualify:
             return None
         params.append(KernelParam(str(key.evaluated_value), access_of(annotation, qualify)))
     return KernelSig(name, f"{module_name}.{name}", tuple(params))
+
+
+class Kernels:
+    """The kernels one file defines (and exports) and the signatures of those it launches from other files.
+
+    `needs` records every foreign kernel a launch looked up, with the digest
+    of the signature seen (None: unknown), so that a cached result is
+    linted again when that kernel's signature changes.
+    """
+
+    def __init__(self, names: Names, foreign: KernelIndex) -> None:
+        self.names = names
+        self.idx = names.idx
+        self.foreign = foreign
+        self.needs: dict[str, str | None] = {}
+        self._local_kernels: dict[str, KernelSig] | None = None
+        self._exports: tuple[KernelSig, ...] = ()
+
+    def _kernels(self) -> dict[str, KernelSig]:
+        if self._local_kernels is None:
+            found: dict[str, KernelSig] = {}
+            exports = []
+            for node, scope in self.idx.functions:
+                sig = signature_of_def(node, self.idx.module_name, self.names.qualify)
+                if sig is not None:
+                    found[node.name.value] = sig
+                    if scope.parent is not None and scope.parent.kind == "module":
+                        exports.append(sig)
+            module_scope = self.idx.scopes[0]
+            for name, values in module_scope.assigns.items():
+                for how, value in values:
+                    if how == "=" and isinstance(value, cst.Call):
+                        sig = signature_of_rawkernel(name, value, self.idx.module_name, self.names.qualify)
+                        if sig is not None:
+                            found[name] = sig
+                            exports.append(sig)
+            self._local_kernels = found
+            self._exports = tuple(exports)
+        return self._local_kernels
+
+    def exports(self) -> tuple[KernelSig, ...]:
+        self._kernels()
+        return self._exports
+
+    def kernel(self, expr: cst.BaseExpression) -> KernelSig | None:
+        if isinstance(expr, cst.Name) and expr.value in self._kernels() and expr.value not in self.idx.aliases:
+            return self._kernels()[expr.value]
+        qualname = self.names.qualify(expr)
+        if qualname is None or qualname.startswith("builtins."):
+            return None
+        sig = self.foreign.lookup(qualname)
+        self.needs[qualname] = sig.digest() if sig is not None else None
+        return sig
+
+    def launch(self, call: IndexedCall) -> tuple[KernelSig | None, list[tuple[KernelParam | None, cst.Arg]]]:
+        """An offload() call's kernel and its (array parameter, argument) pairs; parameter None when unknown."""
+        args = call.node.args
+        if not args or args[0].keyword is not None or args[0].star:
+            return None, []
+        sig = self.kernel(args[0].value)
+        rest = tuple(args[1:])
+        if sig is not None:
+            pairs = sig.bind(rest)
+            if pairs is not None:
+                return sig, [(p, a) for p, a in pairs if p.is_array]
+        return None, [(None, a) for a in rest if not a.star]

@@ -20,18 +20,19 @@ iterations where a changing value equals a constant (`if step % 100 == 0`,
 `if name == "fc"`: not every iteration), and does a loop nest other loops
 (a sync once per epoch is paid once per thousand steps).
 
-A mixin of `Semantics`, which supplies `classify`, `qualify`, `launch`,
-`is_offload`, `array_root` and `site_of`; the stubs below say so.
+`LoopFacts` reads the file's names, call classifications and kernels;
+it keeps its own memo of what each loop and call changes.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import libcst as cst
 
+from .calls import Calls
+from .kernels import Kernels
+from .names import Names
+from .project import WRITES
 from .scopes import IndexedCall, Loop
-from .project import WRITES, KernelParam, KernelSig
 
 PURE_MODULES = frozenset({"numpy", "cupy", "cupyx", "torch", "jax", "math", "builtins", "numba", "operator"})
 MUTATING_FUNCS = frozenset(
@@ -61,78 +62,64 @@ def is_random(qualname: str | None) -> bool:
 
 
 class LoopFacts:
-    _mutated: dict[int, set[str]]
-    _changed: dict[int, frozenset[str]]
+    """What the loops of one file change, and which calls and conditions in them stay the same."""
 
-    # -- supplied by Semantics ----------------------------------------------------------
-
-    def classify(self, call: cst.Call, scope: Any) -> Any:
-        raise NotImplementedError
-
-    def qualify(self, expr: cst.BaseExpression) -> str | None:
-        raise NotImplementedError
-
-    def is_offload(self, site: IndexedCall) -> bool:
-        raise NotImplementedError
-
-    def launch(self, site: IndexedCall) -> tuple[KernelSig | None, list[tuple[KernelParam | None, cst.Arg]]]:
-        raise NotImplementedError
-
-    def array_root(self, expr: cst.BaseExpression, scope: Any, depth: int = 0) -> str | None:
-        raise NotImplementedError
-
-    def site_of(self, node: cst.CSTNode) -> IndexedCall | None:
-        raise NotImplementedError
+    def __init__(self, names: Names, calls: Calls, kernels: Kernels) -> None:
+        self.names = names
+        self.calls = calls
+        self.kernels = kernels
+        self._mutated: dict[int, set[str]] = {}
+        self._changed: dict[int, frozenset[str]] = {}
 
     # -- what a loop changes -------------------------------------------------------------
 
-    def mutated_by(self, site: IndexedCall) -> set[str]:
+    def mutated_by(self, call: IndexedCall) -> set[str]:
         """Names of arrays (or other objects) a call may change in place."""
-        key = id(site)
+        key = id(call)
         if key not in self._mutated:
-            self._mutated[key] = self._mutated_by(site)
+            self._mutated[key] = self._mutated_by(call)
         return self._mutated[key]
 
-    def _mutated_by(self, site: IndexedCall) -> set[str]:
-        call, scope = site.node, site.scope
+    def _mutated_by(self, call: IndexedCall) -> set[str]:
+        node, scope = call.node, call.scope
         out: set[str] = set()
-        for arg in call.args:
+        for arg in node.args:
             if arg.keyword is not None and arg.keyword.value == "out":
-                root = self.array_root(arg.value, scope)
+                root = self.names.array_root(arg.value, scope)
                 if root:
                     out.add(root)
-        if self.is_offload(site):
-            _, pairs = self.launch(site)
+        if self.calls.is_offload(call):
+            _, pairs = self.kernels.launch(call)
             for param, arg in pairs:
                 if param is None or param.access in WRITES:
-                    root = self.array_root(arg.value, scope)
+                    root = self.names.array_root(arg.value, scope)
                     if root:
                         out.add(root)
             return out
-        use = self.classify(call, scope)
+        use = self.calls.classify(node, scope)
         if use is not None:
-            if use.api.method == "set" and isinstance(call.func, cst.Attribute):
-                root = self.array_root(call.func.value, scope)
+            if use.api.method == "set" and isinstance(node.func, cst.Attribute):
+                root = self.names.array_root(node.func.value, scope)
                 if root:
                     out.add(root)
             return out
-        qualname = self.qualify(call.func)
+        qualname = self.names.qualify(node.func)
         if qualname is not None and qualname.split(".")[0] in PURE_MODULES:
-            if qualname in MUTATING_FUNCS and call.args:
-                root = self.array_root(call.args[0].value, scope)
+            if qualname in MUTATING_FUNCS and node.args:
+                root = self.names.array_root(node.args[0].value, scope)
                 if root:
                     out.add(root)
             return out
-        if isinstance(call.func, cst.Attribute):
-            method = call.func.attr.value
+        if isinstance(node.func, cst.Attribute):
+            method = node.func.attr.value
             if method in MUTATING_METHODS or (method.endswith("_") and not method.startswith("_")):
-                root = self.array_root(call.func.value, scope)
+                root = self.names.array_root(node.func.value, scope)
                 if root:
                     out.add(root)
             if method in PURE_METHODS:
                 return out
-        for arg in call.args:  # an unknown function may change what it is given
-            root = self.array_root(arg.value, scope)
+        for arg in node.args:  # an unknown function may change what it is given
+            root = self.names.array_root(arg.value, scope)
             if root:
                 out.add(root)
         return out
@@ -147,16 +134,16 @@ class LoopFacts:
     def rebound(self, loop: Loop) -> frozenset[str]:
         return frozenset(e.name for e in loop.scope.events[loop.start:loop.end] if e.kind in ("bind", "del"))
 
-    def pure_call(self, site: IndexedCall) -> bool:
+    def pure_call(self, call: IndexedCall) -> bool:
         """A call inside a copied expression that returns the same data for the same inputs."""
-        qualname = self.qualify(site.node.func)
+        qualname = self.names.qualify(call.node.func)
         if is_random(qualname):
             return False
-        if self.classify(site.node, site.scope) is not None:
+        if self.calls.classify(call.node, call.scope) is not None:
             return True
         if qualname is not None:
             return qualname.split(".")[0] in PURE_MODULES and qualname not in MUTATING_FUNCS
-        func = site.node.func
+        func = call.node.func
         return isinstance(func, cst.Attribute) and func.attr.value in PURE_METHODS
 
     def changed_in(self, loop: Loop, but: IndexedCall | None = None) -> set[str]:
@@ -170,14 +157,14 @@ class LoopFacts:
     def switches_device(self, loop: Loop) -> bool:
         """Does the loop make another device current on some iteration (`Device(i).use()`, `set_device(i)`)?"""
         changed = self.changed_in(loop)
-        for site in loop.calls:
-            func = site.node.func
-            qualname = self.qualify(func)
+        for call in loop.calls:
+            func = call.node.func
+            qualname = self.names.qualify(func)
             target: cst.BaseExpression | None = None
-            if qualname in DEVICE_SWITCHES and site.node.args:
-                target = site.node.args[0].value
+            if qualname in DEVICE_SWITCHES and call.node.args:
+                target = call.node.args[0].value
             elif isinstance(func, cst.Attribute) and func.attr.value == "use" and isinstance(func.value, cst.Call):
-                if (self.qualify(func.value.func) or "").endswith("cuda.Device") and func.value.args:
+                if (self.names.qualify(func.value.func) or "").endswith("cuda.Device") and func.value.args:
                     target = func.value.args[0].value
             if target is not None and not self.expression_invariant(target, loop, changed):
                 return True
@@ -190,21 +177,21 @@ class LoopFacts:
             if isinstance(node, cst.Name) and node.value in changed:
                 return False
             if isinstance(node, cst.Call):
-                site = self.site_of(node)
-                if site is None or not self.pure_call(site):
+                call = self.names.call_at(node)
+                if call is None or not self.pure_call(call):
                     return False
             if isinstance(node, (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.NamedExpr)):
                 return False
         return True
 
-    def rare_branch(self, site: IndexedCall, loop: Loop) -> bool:
+    def rare_branch(self, call: IndexedCall, loop: Loop) -> bool:
         """The call runs only on iterations where a changing value equals a constant.
 
         `if step % log_every == 0:`, `if name == "Dense_1":`, `x if a.size != 0
         else cp.asarray([0])` (the else of a `!=`): a branch like that is taken
         once or every N iterations, so what it does is not a per-iteration cost.
         """
-        return self.rare_conds(site.conds, loop)
+        return self.rare_conds(call.conds, loop)
 
     def rare_conds(self, conds: tuple[tuple[cst.BaseExpression, bool], ...], loop: Loop) -> bool:
         """`rare_branch` for a statement's enclosing conditions (see there)."""
@@ -226,16 +213,16 @@ class LoopFacts:
         """Names the loop increases with `+=` (counters)."""
         return frozenset(e.name for e in loop.scope.events[loop.start:loop.end] if e.kind == "aug")
 
-    def guarded_by_flag(self, site: IndexedCall, loop: Loop) -> bool:
+    def guarded_by_flag(self, call: IndexedCall, loop: Loop) -> bool:
         """The call sits under an `if` whose test does not change in the loop: an opt-in (`if args.sync:`)."""
         changed = self.changed_in(loop)
-        return any(self.expression_invariant(test, loop, changed) for test, _ in site.conds[loop.cond_depth:])
+        return any(self.expression_invariant(test, loop, changed) for test, _ in call.conds[loop.cond_depth:])
 
     def nests_loops(self, loop: Loop, loops: list[Loop]) -> bool:
         """Does another loop of the same scope run inside this one (an epoch loop around a step loop)?"""
         return any(other.parent is loop and other.kind != "comp" for other in loops)
 
-    def amortised(self, site: IndexedCall, loop: Loop, loops: list[Loop]) -> bool:
+    def amortised(self, call: IndexedCall, loop: Loop, loops: list[Loop]) -> bool:
         """A sync once per outer iteration: the loop runs inner loops and does no device work of its own.
 
         `for epoch ...: for batch ...: step(); print(loss.item())` syncs once per
@@ -245,18 +232,15 @@ class LoopFacts:
         """
         if not self.nests_loops(loop, loops):
             return False
-        statement = site.small
+        statement = call.small
         for other in loop.calls:
-            if other.loop is not loop or other is site or (statement is not None and other.small is statement):
+            if other.loop is not loop or other is call or (statement is not None and other.small is statement):
                 continue
-            if self.classify(other.node, other.scope) is not None or self.produces_device_value(other):
+            if self.calls.classify(other.node, other.scope) is not None or self.calls.values.produces_device_value(other):
                 return False
         return True
 
-    def produces_device_value(self, site: IndexedCall) -> bool:
-        raise NotImplementedError
-
-    def invariant_in(self, site: IndexedCall, loop: Loop) -> bool:
+    def invariant_in(self, call: IndexedCall, loop: Loop) -> bool:
         """Nothing the call reads (receiver, arguments, enclosing device/stream contexts) changes in `loop`.
 
         What the call itself changes does not count: `d.set(h)` writes `d`, but
@@ -264,10 +248,10 @@ class LoopFacts:
         """
         if self.switches_device(loop):
             return False
-        changed = self.changed_in(loop, but=site)
-        events = site.scope.events
-        ranges = [site.func_range, *site.arg_ranges]
-        ranges += [(w.start, w.end) for w in site.withs[loop.with_depth:]]
+        changed = self.changed_in(loop, but=call)
+        events = call.scope.events
+        ranges = [call.func_range, *call.arg_ranges]
+        ranges += [(w.start, w.end) for w in call.withs[loop.with_depth:]]
         for start, end in ranges:
             for event in events[start:end]:
                 if event.kind == "load" and event.name in changed:

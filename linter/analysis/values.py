@@ -22,17 +22,19 @@ rule that claims a host<->device copy asks `device_lib`, which answers for
 certain device values only. Known host results stay host: `x.shape`,
 `x.size(0)`, `len(x)`, `x.item()`, `x.get()`, NumPy functions.
 
-A mixin of `Semantics`, which supplies `classify`, `qualify`,
-`assignments` and the index; the stubs below say what it relies on.
+Classifying a call asks about device values and the analysis asks how
+calls classify: `DeviceValues` belongs to the file's `Calls`, which clears
+its memo of classifications after each pass of the solution.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import libcst as cst
 
-from .scopes import Binding, IndexedCall, ModuleIndex, Scope, Unpack
+from .names import Names
+from .scopes import Binding, IndexedCall, Scope, Unpack
 
 MAYBE = "?"
 # Attributes of a device array or of a module's output that are host values; every other attribute of a
@@ -62,6 +64,14 @@ HOST_MODULES = frozenset({"builtins", "numpy", "math", "time", "os", "sys", "log
                           "pickle", "typing", "dataclasses", "inspect", "argparse"})
 
 
+class Classifier(Protocol):
+    """What the analysis needs of the call classifier that owns it (`calls.Calls`)."""
+
+    def classify(self, call: cst.Call, scope: Scope) -> Any: ...
+
+    def forget(self) -> None: ...
+
+
 def strip(lib: str | None) -> str | None:
     return lib.rstrip(MAYBE) if lib else None
 
@@ -76,35 +86,18 @@ def _stronger(a: str | None, b: str | None) -> str | None:
 
 
 class DeviceValues:
-    idx: ModuleIndex
-    libraries: frozenset[str]
-    _classified: dict[int, Any]
-    # the solution: per scope, name -> taint; per function scope, the taint of its return values
-    _taints: dict[int, dict[str, str]]
-    _returns: dict[int, str | None]
-    _solved: bool
-    _solving: bool
-    _unpacking: set[tuple[int, tuple[int, ...]]]
+    """The device values of one file: a fixpoint over its scopes, solved on the first question."""
 
-    # -- supplied by Semantics ----------------------------------------------------------
-
-    def classify(self, call: cst.Call, scope: Scope) -> Any:
-        raise NotImplementedError
-
-    def qualify(self, expr: cst.BaseExpression) -> str | None:
-        raise NotImplementedError
-
-    def assignments(self, name: str, scope: Scope) -> list[tuple[str, Any]]:
-        raise NotImplementedError
-
-    def local_function(self, name: str, scope: Scope) -> Scope | None:
-        raise NotImplementedError
-
-    def name_of(self, node: cst.Name) -> str:
-        raise NotImplementedError
-
-    def calls_of(self, function: Scope) -> list[IndexedCall]:
-        raise NotImplementedError
+    def __init__(self, names: Names, calls: Classifier) -> None:
+        self.names = names
+        self.calls = calls
+        self.idx = names.idx
+        # the solution: per scope, name -> taint; per function scope, the taint of its return values
+        self._taints: dict[int, dict[str, str]] = {}
+        self._returns: dict[int, str | None] = {}
+        self._solved = False
+        self._solving = False
+        self._unpacking: set[tuple[int, tuple[int, ...]]] = set()
 
     # -- the questions checks ask ---------------------------------------------------------
 
@@ -121,14 +114,14 @@ class DeviceValues:
         """Every binding of the name is a device value (`x = x.cuda()` for a parameter `x` is not)."""
         if not isinstance(expr, cst.Name):
             return self.device_lib(expr, scope) is not None
-        values = [(how, v) for how, v in self.assignments(self.name_of(expr), scope) if how not in ("item", "moved")]
+        values = [(how, v) for how, v in self.names.assignments(self.names.name_of(expr), scope) if how not in ("item", "moved")]
         assigned = [v for how, v in values if how != "aug"]
         return bool(assigned) and len(assigned) == sum(1 for how, _ in values if how == "=") and all(
             isinstance(v, cst.BaseExpression) and self.device_lib(v, scope) is not None for v in assigned
         )
 
-    def device_at(self, expr: cst.BaseExpression, site: IndexedCall | None) -> bool:
-        """Is `expr` surely on the device where `site` runs? Names are judged by the bindings that reach it.
+    def device_at(self, expr: cst.BaseExpression, call: IndexedCall | None) -> bool:
+        """Is `expr` surely on the device where `call` runs? Names are judged by the bindings that reach it.
 
         `rsq = r * r; rsq = cp.asarray(rsq)` and then `cp.asarray(rsq)` in a
         loop: the flow-insensitive answer (some binding is a host value) would
@@ -136,26 +129,29 @@ class DeviceValues:
         and any binding later in an enclosing loop (reaching around the back
         edge), are what the call sees.
         """
-        if site is None:
+        if call is None:
             return False
-        if self.surely_device(expr, site.scope):
+        if self.surely_device(expr, call.scope):
             return True
-        if not isinstance(expr, cst.Name) or self.name_of(expr) not in site.scope.assigns:
+        if not isinstance(expr, cst.Name) or self.names.name_of(expr) not in call.scope.assigns:
             return False
-        events = site.scope.events
-        name = self.name_of(expr)
-        before = [e for e in events[:site.index] if e.kind == "bind" and e.name == name]
+        events = call.scope.events
+        name = self.names.name_of(expr)
+        before = [e for e in events[:call.index] if e.kind == "bind" and e.name == name]
         if not before:
             return False
         reaching = [before[-1]]
-        if site.loops:
-            outer = site.loops[0]
-            reaching += [e for e in events[site.index:outer.end] if e.kind == "bind" and e.name == name]
+        if call.loops:
+            outer = call.loops[0]
+            reaching += [e for e in events[call.index:outer.end] if e.kind == "bind" and e.name == name]
         for event in reaching:
             how, value = event.extra
-            if how != "=" or not isinstance(value, cst.BaseExpression) or self.device_lib(value, site.scope) is None:
+            if how != "=" or not isinstance(value, cst.BaseExpression) or self.device_lib(value, call.scope) is None:
                 return False
         return True
+
+    def produces_device_value(self, call: IndexedCall) -> bool:
+        return self.device_lib(call.node, call.scope) is not None
 
     # -- the analysis ----------------------------------------------------------------------
 
@@ -163,7 +159,7 @@ class DeviceValues:
         if depth > 24:
             return None
         if isinstance(expr, cst.Name):
-            name = self.name_of(expr)
+            name = self.names.name_of(expr)
             return self._names(self._owner(name, scope)).get(name)
         if isinstance(expr, cst.Call):
             return self._call_taint(expr, scope, depth)
@@ -181,10 +177,10 @@ class DeviceValues:
             return self.taint(expr.value, scope, depth + 1)
         if isinstance(expr, cst.Attribute):
             attr = expr.attr.value
-            if attr in HOST_ATTRS or attr.startswith("_") or isinstance(expr.value, cst.Name) and self.qualify(expr.value):
+            if attr in HOST_ATTRS or attr.startswith("_") or isinstance(expr.value, cst.Name) and self.names.qualify(expr.value):
                 return None  # x.shape, x.dtype, a library's private bookkeeping (df._data); np.pi
             found = self.taint(expr.value, scope, depth + 1)  # x.T, out.logits, features.relu2_2
-            if found is None and expr.attr.value in TENSOR_ATTRS and "torch" in self.libraries:
+            if found is None and expr.attr.value in TENSOR_ATTRS and "torch" in self.names.libraries:
                 return "torch" + MAYBE  # p.grad, p.data: a tensor, wherever it lives
             return found
         if isinstance(expr, cst.IfExp):
@@ -192,13 +188,13 @@ class DeviceValues:
         return None
 
     def _call_taint(self, call: cst.Call, scope: Scope, depth: int) -> str | None:
-        use = self.classify(call, scope)
+        use = self.calls.classify(call, scope)
         if use is not None:
             if use.kind in ("h2d", "alloc") and use.api.result_on_device:
                 return use.api.library
             return None
         func = call.func
-        qualname = self.qualify(func)
+        qualname = self.names.qualify(func)
         if qualname is not None:
             head = qualname.split(".")[0]
             if qualname in ARRAY_BUILTINS:
@@ -207,7 +203,7 @@ class DeviceValues:
                 return None
             return self._args_taint(call, scope, depth)
         if isinstance(func, cst.Name):
-            local = self.local_function(func.value, scope)
+            local = self.names.local_function(func.value, scope)
             if local is not None:
                 return self._return_taint(local)
         if isinstance(func, cst.Attribute):
@@ -220,7 +216,7 @@ class DeviceValues:
 
     def _args_taint(self, call: cst.Call, scope: Scope, depth: int) -> str | None:
         """A function or module we do not know, applied to a device value, returns one (certain taints only)."""
-        if not self.libraries:
+        if not self.names.libraries:
             return None
         for arg in call.args:
             lib = self.taint(arg.value, scope, depth + 1)
@@ -261,7 +257,7 @@ class DeviceValues:
         try:
             for _ in range(12):
                 changed = False
-                self._classified.clear()
+                self.calls.forget()
                 for scope in self.idx.scopes:
                     table = self._taints.setdefault(id(scope), {})
                     for name, values in scope.assigns.items():
@@ -288,7 +284,7 @@ class DeviceValues:
         finally:
             self._solving = False
             self._solved = True
-            self._classified.clear()
+            self.calls.forget()
 
     def _binding_taint(self, name: str, how: Binding, value: Any, scope: Scope) -> str | None:
         if how in ("=", "aug", "item", "moved") and isinstance(value, cst.BaseExpression):
@@ -304,7 +300,7 @@ class DeviceValues:
         index = list(unpack.index)
         if unpack.iterate:
             if isinstance(source, cst.Call) and isinstance(source.func, cst.Name) and source.func.value in (
-                    "zip", "enumerate", "reversed", "sorted", "list", "tuple") and self.qualify(source.func) in (
+                    "zip", "enumerate", "reversed", "sorted", "list", "tuple") and self.names.qualify(source.func) in (
                     f"builtins.{source.func.value}",):
                 kind = source.func.value
                 args = [a.value for a in source.args if a.keyword is None and not a.star]
@@ -328,7 +324,7 @@ class DeviceValues:
                     else self.taint(inner, scope)
             return None
         if isinstance(source, cst.Call) and isinstance(source.func, cst.Name) and index:
-            local = self.local_function(source.func.value, scope)
+            local = self.names.local_function(source.func.value, scope)
             if local is not None:
                 return self._return_element(local, tuple(index))
         return self.taint(source, scope)
@@ -363,7 +359,7 @@ class DeviceValues:
 
     def _param_taint(self, name: str, param: cst.Param, scope: Scope) -> str | None:
         if param.annotation is not None:
-            qualname = self.qualify(param.annotation.annotation)
+            qualname = self.names.qualify(param.annotation.annotation)
             lib = ANNOTATIONS.get(qualname or "")
             if lib is not None:
                 return lib
@@ -377,15 +373,15 @@ class DeviceValues:
         positional = [p.name.value for p in (*node.params.posonly_params, *node.params.params)]
         if positional and positional[0] in ("self", "cls") and function.parent is not None and function.parent.kind == "class":
             return None
-        calls = self.calls_of(function)
+        calls = self.names.calls_of(function)
         if not calls:
             return None
         found: str | None = None
-        for site in calls:
-            arg = _bound_arg(site.node, positional, name)
+        for call in calls:
+            arg = _bound_arg(call.node, positional, name)
             if arg is None:
                 return None
-            lib = self.taint(arg, site.scope)
+            lib = self.taint(arg, call.scope)
             if lib is None or lib.endswith(MAYBE):
                 return None
             found = lib

@@ -253,16 +253,16 @@ class Indexer(cst.CSTVisitor):
             s = len(events)
             arg.value.visit(self)
             arg_ranges.append((s, len(events)))
-        site = IndexedCall(
+        call = IndexedCall(
             node, self.scope, tuple(self.loops), tuple(self.withs), tuple(self.stmts), tuple(self.conds), self.small,
             func_range, tuple(arg_ranges),
         )
-        site.index = len(events)
-        self._emit("call", "", node, site)
-        self.idx.calls.append(site)
-        self.call_of[id(node)] = site
+        call.index = len(events)
+        self._emit("call", "", node, call)
+        self.idx.calls.append(call)
+        self.call_of[id(node)] = call
         for loop in self.loops:
-            loop.calls.append(site)
+            loop.calls.append(call)
         return False
 
     # -- loops ----------------------------------------------------------------------

@@ -28,7 +28,7 @@ from ..findings import Edit, Fix
 if TYPE_CHECKING:
     from .file import FileContext
     from ..analysis.scopes import IndexedCall, Loop
-    from ..analysis.semantics import Classified
+    from ..analysis.calls import Classified
 
 _UNSAFE_CREATORS = frozenset({"arange", "linspace"})
 
@@ -42,9 +42,9 @@ def fresh_name(ctx: FileContext, base: str) -> str:
     return name
 
 
-def _loop_chain_ok(site: IndexedCall, loop: Loop) -> bool:
+def _loop_chain_ok(call: IndexedCall, loop: Loop) -> bool:
     """The call's statement sits in `loop`'s body through nothing but nested loops."""
-    stmts = site.stmts
+    stmts = call.stmts
     if loop.stmt_depth < 1 or len(stmts) <= loop.stmt_depth or stmts[loop.stmt_depth - 1] is not loop.node:
         return False
     if not isinstance(stmts[-1], cst.SimpleStatementLine):
@@ -52,24 +52,24 @@ def _loop_chain_ok(site: IndexedCall, loop: Loop) -> bool:
     return all(isinstance(s, (cst.For, cst.While)) for s in stmts[loop.stmt_depth:-1])
 
 
-def hoist_fix(ctx: FileContext, site: IndexedCall, use: Classified) -> Fix | None:
+def hoist_fix(ctx: FileContext, call: IndexedCall, use: Classified) -> Fix | None:
     """Move a loop-invariant copy above the outermost loop it is invariant in."""
     sem = ctx.sem
-    loops = list(site.loops)
+    loops = list(call.loops)
     i = len(loops) - 1
     anchor: cst.CSTNode | None = None
     while i >= 0 and loops[i].kind == "comp":
-        if not sem.invariant_in(site, loops[i]) or len(site.withs) != loops[i].with_depth:
+        if not sem.loops.invariant_in(call, loops[i]) or len(call.withs) != loops[i].with_depth:
             return None
         i -= 1
     if i < len(loops) - 1:
-        if not site.stmts or not isinstance(site.stmts[-1], cst.SimpleStatementLine):
+        if not call.stmts or not isinstance(call.stmts[-1], cst.SimpleStatementLine):
             return None
-        anchor = site.stmts[-1]
+        anchor = call.stmts[-1]
     outer: Loop | None = None
     while i >= 0:
         loop = loops[i]
-        if not (sem.invariant_in(site, loop) and len(site.withs) == loop.with_depth and _loop_chain_ok(site, loop)):
+        if not (sem.loops.invariant_in(call, loop) and len(call.withs) == loop.with_depth and _loop_chain_ok(call, loop)):
             break
         outer, anchor = loop, loop.node
         i -= 1
@@ -77,23 +77,23 @@ def hoist_fix(ctx: FileContext, site: IndexedCall, use: Classified) -> Fix | Non
         return None
     indent = ctx.indent_of(anchor)
     insert_at = ctx.offset(ctx.range(anchor).start.line, 0)
-    statement = site.stmts[-1] if site.stmts else None
-    small = site.small
+    statement = call.stmts[-1] if call.stmts else None
+    small = call.small
     if (
         outer is not None
         and isinstance(statement, cst.SimpleStatementLine)
         and len(statement.body) == 1
         and isinstance(small, cst.Assign)
-        and small.value is site.node
+        and small.value is call.node
         and len(small.targets) == 1
         and isinstance(small.targets[0].target, cst.Name)
-        and _bound_once(ctx, site, outer, small.targets[0].target.value)
+        and _bound_once(ctx, call, outer, small.targets[0].target.value)
     ):
         start, end = ctx.line_span(statement)
         start = ctx.offset(ctx.range(statement).start.line - len(statement.leading_lines), 0)
         comments = "".join(f"{indent}{line.comment.value}{ctx.newline}" for line in statement.leading_lines if line.comment)
         edits = [Edit(insert_at, insert_at, f"{comments}{indent}{ctx.code(small)}{ctx.newline}"), Edit(start, end, "")]
-        parent = site.stmts[-2]
+        parent = call.stmts[-2]
         body = getattr(parent, "body", None)
         if isinstance(body, cst.IndentedBlock) and len(body.body) == 1:
             edits[1] = Edit(start, end, f"{ctx.indent_of(statement)}pass{ctx.newline}")
@@ -102,16 +102,16 @@ def hoist_fix(ctx: FileContext, site: IndexedCall, use: Classified) -> Fix | Non
         data = use.data
         base = data.value if isinstance(data, cst.Name) else "hoisted"
         name = fresh_name(ctx, f"{base}_{'dev' if use.kind == 'h2d' else 'host'}")
-        start, end = ctx.span(site.node)
-        edits = [Edit(insert_at, insert_at, f"{indent}{name} = {ctx.code(site.node)}{ctx.newline}"), Edit(start, end, name)]
+        start, end = ctx.span(call.node)
+        edits = [Edit(insert_at, insert_at, f"{indent}{name} = {ctx.code(call.node)}{ctx.newline}"), Edit(start, end, name)]
         where = f"into `{name}` above the {'loop' if outer is not None else 'statement'}"
     return ctx.fix(f"Hoist {use.api.display} {where}", "unsafe", edits)
 
 
-def _bound_once(ctx: FileContext, site: IndexedCall, loop: Loop, name: str) -> bool:
+def _bound_once(ctx: FileContext, call: IndexedCall, loop: Loop, name: str) -> bool:
     events = loop.scope.events
     binds = [e for e in events[loop.start:loop.end] if e.name == name and e.kind in ("bind", "aug", "del", "store")]
-    read_before = any(e.kind == "load" and e.name == name for e in events[loop.start:site.index])
+    read_before = any(e.kind == "load" and e.name == name for e in events[loop.start:call.index])
     return len(binds) == 1 and not read_before
 
 
@@ -123,7 +123,7 @@ def _with_arg(call: cst.Call, keyword: str, value: cst.BaseExpression) -> cst.Ca
 
 
 def device_create_fix(
-    ctx: FileContext, site: IndexedCall, use: Classified, inner: cst.Call, creator: str, inner_lib: str,
+    ctx: FileContext, call: IndexedCall, use: Classified, inner: cst.Call, creator: str, inner_lib: str,
     safety: str | None = None,
 ) -> tuple[Fix | None, str]:
     """`cp.asarray(np.zeros(n))` -> `cp.zeros(n)`; `torch.zeros(n).cuda()` -> `torch.zeros(n, device="cuda")`.
@@ -131,21 +131,21 @@ def device_create_fix(
     `safety` overrides the creator's own (random draws: the device generator gives other numbers).
     """
     sem = ctx.sem
-    call = site.node
+    node = call.node
     safety = safety or ("unsafe" if creator in _UNSAFE_CREATORS else "safe")
     api = use.api
     if inner_lib == "numpy":
         namespace = api.device_namespace
-        func = call.func
+        func = node.func
         if (
             namespace is not None
             and isinstance(func, cst.Attribute)
-            and sem.qualify(func.value) == namespace
-            and len(call.args) == 1
-            and call.args[0].keyword is None
+            and sem.names.qualify(func.value) == namespace
+            and len(node.args) == 1
+            and node.args[0].keyword is None
         ):
             new = inner.with_changes(func=cst.Attribute(value=func.value, attr=cst.Name(creator)))
-            start, end = ctx.span(call)
+            start, end = ctx.span(node)
             text = ctx.code(new)
             return ctx.fix(f"Create with {ctx.code(func.value)}.{creator}", safety, [Edit(start, end, text)]), (
                 f"{ctx.code(func.value)}.{creator}(...)"
@@ -155,9 +155,9 @@ def device_create_fix(
         if api.library == "numba":
             # np.empty(shape, dtype) and cuda.device_array(shape, dtype) take the same arguments
             target = "device_array" if creator == "empty" else "device_array_like"
-            if isinstance(func, cst.Attribute) and len(call.args) == 1 and call.args[0].keyword is None:
+            if isinstance(func, cst.Attribute) and len(node.args) == 1 and node.args[0].keyword is None:
                 new = inner.with_changes(func=cst.Attribute(value=func.value, attr=cst.Name(target)))
-                start, end = ctx.span(call)
+                start, end = ctx.span(node)
                 title = f"Create with {ctx.code(func.value)}.{target}"
                 return ctx.fix(title, "safe", [Edit(start, end, ctx.code(new))]), f"{ctx.code(func.value)}.{target}(...)"
             return None, f"numba.cuda.{target}(...)"
@@ -165,23 +165,23 @@ def device_create_fix(
     # torch: a host factory followed by .cuda() / .to(device)
     if any(a.keyword is not None and a.keyword.value == "device" for a in inner.args):
         return None, f"{creator}(..., device=...)"
-    method = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
+    method = node.func.attr.value if isinstance(node.func, cst.Attribute) else ""
     device: cst.BaseExpression | None = None
-    if method == "cuda" and not call.args:
+    if method == "cuda" and not node.args:
         device = cst.SimpleString('"cuda"')
-    elif method == "to" and len(call.args) == 1 and call.args[0].keyword is None:
-        device = call.args[0].value
-    elif method == "to" and len(call.args) == 1 and call.args[0].keyword is not None and call.args[0].keyword.value == "device":
-        device = call.args[0].value
+    elif method == "to" and len(node.args) == 1 and node.args[0].keyword is None:
+        device = node.args[0].value
+    elif method == "to" and len(node.args) == 1 and node.args[0].keyword is not None and node.args[0].keyword.value == "device":
+        device = node.args[0].value
     head = ctx.code(inner.func)
     if device is None:
         return None, f"{head}(..., device=...)"
-    if sem.array_lib(device, site.scope) is not None and not _is_device_attr(device):
+    if sem.values.array_lib(device, call.scope) is not None and not _is_device_attr(device):
         # `.to(other)` takes other's device and dtype: say so, and leave the rewrite to the user
         other = ctx.code(device)
         return None, f"{head}(..., device={other}.device, dtype={other}.dtype)"
     new = _with_arg(inner, "device", device)
-    start, end = ctx.span(call)
+    start, end = ctx.span(node)
     return ctx.fix(f"Create with {head}(..., device={ctx.code(device)})", safety, [Edit(start, end, ctx.code(new))]), (
         f"{head}(..., device={ctx.code(device)})"
     )

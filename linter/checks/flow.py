@@ -51,39 +51,39 @@ def round_trip(ctx: FileContext) -> None:
             kind, name = event.kind, event.name
             if kind == "bind":
                 how, value = event.extra
-                site = sem.site_of(value) if how == "=" else None
-                use = sem.classify(site.node, site.scope) if site is not None else None
+                call = sem.names.call_at(value) if how == "=" else None
+                use = sem.calls.classify(call.node, call.scope) if call is not None else None
                 if use is not None and use.kind == "d2h":
-                    origin[name] = (ctx.line(site.node), use.api.display)
+                    origin[name] = (ctx.line(call.node), use.api.display)
                 else:
                     origin.pop(name, None)
             elif kind in ("aug", "store", "del"):
                 origin.pop(name, None)
             elif kind == "call":
-                site = event.extra
-                use = sem.classify(site.node, site.scope)
-                moved = _moved_in_place(site)
+                call = event.extra
+                use = sem.calls.classify(call.node, call.scope)
+                moved = _moved_in_place(call)
                 if use is not None and use.kind == "d2h" and moved is not None:
-                    origin[moved] = (ctx.line(site.node), use.api.display)  # model.cpu(): the module moves
+                    origin[moved] = (ctx.line(call.node), use.api.display)  # model.cpu(): the module moves
                     return
                 if use is not None and use.kind == "h2d" and isinstance(use.data, cst.Name) and use.data.value in origin:
                     line, source_api = origin[use.data.value]
                     ctx.report(
-                        "OFF103", site.node, api=use.api.display, array=use.data.value,
+                        "OFF103", call.node, api=use.api.display, array=use.data.value,
                         source_api=source_api, d2h_line=line,
                     )
-                for changed in sem.mutated_by(site):
+                for changed in sem.loops.mutated_by(call):
                     origin.pop(changed, None)
 
         replay(scope.events, 0, len(scope.events), handle)
 
 
-def _moved_in_place(site: IndexedCall) -> str | None:
+def _moved_in_place(call: IndexedCall) -> str | None:
     """`model.cpu()` / `model.eval().cpu()` as a whole statement: a module moved in place; its name."""
-    statement = site.small
-    if not isinstance(statement, cst.Expr) or statement.value is not site.node:
+    statement = call.small
+    if not isinstance(statement, cst.Expr) or statement.value is not call.node:
         return None
-    node = site.node.func
+    node = call.node.func
     while isinstance(node, (cst.Attribute, cst.Call)):
         node = node.value if isinstance(node, cst.Attribute) else node.func
     return node.value if isinstance(node, cst.Name) else None
@@ -102,12 +102,12 @@ def use_after_move(ctx: FileContext) -> None:
                 ctx.report("OFF202", event.node, array=name, move_line=line, param=param, kernel=kernel)
             elif kind in ("bind", "del"):
                 moved.pop(name, None)
-            elif kind == "call" and sem.is_offload(event.extra):
-                site = event.extra
-                sig, pairs = sem.launch(site)
+            elif kind == "call" and sem.calls.is_offload(event.extra):
+                call = event.extra
+                sig, pairs = sem.kernels.launch(call)
                 for param, arg in pairs:
                     if sig is not None and param is not None and param.access == "Owned" and isinstance(arg.value, cst.Name):
-                        moved[arg.value.value] = (ctx.line(site.node), param.name, sig.name)
+                        moved[arg.value.value] = (ctx.line(call.node), param.name, sig.name)
 
         replay(scope.events, 0, len(scope.events), handle)
 
@@ -133,13 +133,13 @@ METADATA_FUNCS = frozenset({
 })
 
 
-def _reads_metadata(sem, site: IndexedCall) -> bool:  # type: ignore[no-untyped-def]
+def _reads_metadata(sem, call: IndexedCall) -> bool:  # type: ignore[no-untyped-def]
     """len(y), np.empty_like(y), r.is_resident(y): calls that read shape, dtype or residency, not data."""
-    if sem.qualify(site.node.func) in METADATA_FUNCS:
+    if sem.names.qualify(call.node.func) in METADATA_FUNCS:
         return True
-    func = site.node.func
-    return isinstance(func, cst.Attribute) and func.attr.value == "is_resident" and sem.is_region_handle(
-        func.value, site.scope)
+    func = call.node.func
+    return isinstance(func, cst.Attribute) and func.attr.value == "is_resident" and sem.calls.is_region_handle(
+        func.value, call.scope)
 
 
 @check("OFF203")
@@ -149,15 +149,15 @@ def host_access_in_region(ctx: FileContext) -> None:
         if not any(e.kind == "with" for e in scope.events):
             continue
         exempt: set[int] = set()  # loads that are launch or update arguments, or read metadata only
-        for site in ctx.index.calls:
-            if site.scope is not scope:
+        for call in ctx.index.calls:
+            if call.scope is not scope:
                 continue
-            use = sem.classify(site.node, scope)
-            skip_first = sem.is_offload(site)
-            if skip_first or sem.is_region(site.node) or (use is not None and use.api.library == "offload_core") \
-                    or _reads_metadata(sem, site):
-                for k, (start, end) in enumerate(site.arg_ranges):
-                    if (k > 0 or not skip_first) and sem.array_root(site.node.args[k].value, scope) is not None:
+            use = sem.calls.classify(call.node, scope)
+            skip_first = sem.calls.is_offload(call)
+            if skip_first or sem.calls.is_region(call.node) or (use is not None and use.api.library == "offload_core") \
+                    or _reads_metadata(sem, call):
+                for k, (start, end) in enumerate(call.arg_ranges):
+                    if (k > 0 or not skip_first) and sem.names.array_root(call.node.args[k].value, scope) is not None:
                         exempt.update(range(start, end))
         metadata = {id(node.value) for node in walk(scope.node)
                     if isinstance(node, cst.Attribute) and node.attr.value in METADATA_ATTRS
@@ -167,7 +167,7 @@ def host_access_in_region(ctx: FileContext) -> None:
         def find(node: cst.CSTNode) -> tuple[_Region, str] | None:
             if not stack or not isinstance(node, cst.BaseExpression):
                 return None
-            root = sem.array_root(node, scope)
+            root = sem.names.array_root(node, scope)
             for region in reversed(stack):
                 if root in region.mapped:
                     return region, root
@@ -180,8 +180,8 @@ def host_access_in_region(ctx: FileContext) -> None:
             kind = event.kind
             if kind == "with":
                 item = event.extra
-                if item.call is not None and sem.is_region(item.call.node):
-                    roots = {sem.array_root(a.value, scope) for a in item.call.node.args if not a.star}
+                if item.call is not None and sem.calls.is_region(item.call.node):
+                    roots = {sem.names.array_root(a.value, scope) for a in item.call.node.args if not a.star}
                     stack.append(_Region(item, {r for r in roots if r}))
             elif kind == "endwith":
                 if stack and stack[-1].item is event.extra:
@@ -207,11 +207,11 @@ def host_access_in_region(ctx: FileContext) -> None:
             elif kind == "call":
                 _call(event.extra)
 
-        def _call(site) -> None:  # type: ignore[no-untyped-def]
+        def _call(call) -> None:  # type: ignore[no-untyped-def]
             if not stack:
                 return
-            if sem.is_offload(site):
-                _, pairs = sem.launch(site)
+            if sem.calls.is_offload(call):
+                _, pairs = sem.kernels.launch(call)
                 for param, arg in pairs:
                     found = find(arg.value)
                     if not found:
@@ -223,7 +223,7 @@ def host_access_in_region(ctx: FileContext) -> None:
                     if param is None or param.access in WRITES:
                         region.device_newer.add(root)
                 return
-            use = sem.classify(site.node, scope)
+            use = sem.calls.classify(call.node, scope)
             if use is None or use.api.library != "offload_core" or use.data is None:
                 return
             found = find(use.data)

@@ -22,19 +22,19 @@ from .registry import check
 def kernel_bodies(ctx: FileContext) -> None:
     sem = ctx.sem
     calls_by_scope: dict[int, list] = {}
-    for site in ctx.index.calls:
-        calls_by_scope.setdefault(id(site.scope), []).append(site)
+    for call in ctx.index.calls:
+        calls_by_scope.setdefault(id(call.scope), []).append(call)
     for node, scope in ctx.index.functions:
-        sig = signature_of_def(node, ctx.index.module_name, sem.qualify)
+        sig = signature_of_def(node, ctx.index.module_name, sem.names.qualify)
         if sig is None:
             continue
-        sites = {site.index: site for site in calls_by_scope.get(id(scope), [])}
+        calls_at = {call.index: call for call in calls_by_scope.get(id(scope), [])}
         for param in sig.params:
             if param.access == "InOut" and ctx.enabled("OFF204"):
                 if not _reads(scope.events, param.name):
                     ctx.report("OFF204", scope.params[param.name].name, param=param.name, kernel=sig.name)
             elif param.access == "In" and ctx.enabled("OFF205"):
-                write = _first_write(ctx, scope.events, sites, param.name)
+                write = _first_write(ctx, scope.events, calls_at, param.name)
                 if write is not None:
                     ctx.report("OFF205", write[0], kernel=sig.name, param=param.name, how=write[1])
 
@@ -51,29 +51,29 @@ def _reads(events: list, name: str) -> bool:
     return any(e.kind == "load" and e.name == name for _, e in _live(events, name))
 
 
-def _first_write(ctx: FileContext, events: list, sites: dict, name: str) -> tuple[cst.CSTNode, str] | None:
+def _first_write(ctx: FileContext, events: list, calls_at: dict, name: str) -> tuple[cst.CSTNode, str] | None:
     for index, event in _live(events, name):
         if event.name == name and event.kind == "store":
             return event.node, "item or attribute assignment"
         if event.name == name and event.kind == "aug":
             return event.extra, "augmented assignment, in place for arrays"
         if event.kind == "call":
-            site = sites.get(index)
-            if site is None:
+            call = calls_at.get(index)
+            if call is None:
                 continue
-            call = site.node
-            func = call.func
+            node = call.node
+            func = node.func
             if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == name:
                 method = func.attr.value
                 if method in MUTATING_METHODS or (method.endswith("_") and not method.startswith("_")):
-                    return call, f"in-place method .{method}()"
-            for k, arg in enumerate(call.args):
+                    return node, f"in-place method .{method}()"
+            for k, arg in enumerate(node.args):
                 is_target = isinstance(arg.value, cst.Name) and arg.value.value == name
                 if not is_target:
                     continue
                 if arg.keyword is not None and arg.keyword.value == "out":
-                    return call, "out= argument"
-                qualname = ctx.sem.qualify(func) or ""
+                    return node, "out= argument"
+                qualname = ctx.sem.names.qualify(func) or ""
                 if k == 0 and arg.keyword is None and qualname.endswith(".copyto"):
-                    return call, "copyto destination"
+                    return node, "copyto destination"
     return None

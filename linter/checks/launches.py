@@ -25,40 +25,40 @@ from .registry import check
 @check("OFF102", "OFF201")
 def launches(ctx: FileContext) -> None:
     sem = ctx.sem
-    for site in ctx.index.calls:
-        if not sem.is_offload(site):
+    for call in ctx.index.calls:
+        if not sem.calls.is_offload(call):
             continue
         if ctx.enabled("OFF201"):
-            _mutable_alias(ctx, site)
-        if site.loop is not None and ctx.enabled("OFF102"):
-            arrays = uncovered(ctx, site, site.loop)
+            _mutable_alias(ctx, call)
+        if call.loop is not None and ctx.enabled("OFF102"):
+            arrays = uncovered(ctx, call, call.loop)
             if arrays:
-                kernel = ctx.code(site.node.args[0].value) if site.node.args else "?"
-                fix = _region_fix(ctx, site.loop) if site.loop.kind != "comp" else None
+                kernel = ctx.code(call.node.args[0].value) if call.node.args else "?"
+                fix = _region_fix(ctx, call.loop) if call.loop.kind != "comp" else None
                 names = ", ".join(a for a, _ in arrays)
-                ctx.report("OFF102", site.node, fix, kernel=kernel, loop_line=ctx.line(site.loop.node), arrays=names)
+                ctx.report("OFF102", call.node, fix, kernel=kernel, loop_line=ctx.line(call.loop.node), arrays=names)
 
 
-def uncovered(ctx: FileContext, site: IndexedCall, loop: Loop) -> list[tuple[str, bool]]:
+def uncovered(ctx: FileContext, call: IndexedCall, loop: Loop) -> list[tuple[str, bool]]:
     """(array, only written) for each launch argument no region around `loop` maps, in argument order."""
-    sem, scope = ctx.sem, site.scope
+    sem, scope = ctx.sem, call.scope
     covered: set[str] = set()
-    for item in site.withs[: loop.with_depth]:
-        if item.call is not None and sem.is_region(item.call.node):
+    for item in call.withs[: loop.with_depth]:
+        if item.call is not None and sem.calls.is_region(item.call.node):
             for arg in item.call.node.args:
                 if arg.star:
                     return []
-                root = sem.array_root(arg.value, scope)
+                root = sem.names.array_root(arg.value, scope)
                 if root:
                     covered.add(root)
-    rebound = sem.rebound(loop)
-    _, pairs = sem.launch(site)
+    rebound = sem.loops.rebound(loop)
+    _, pairs = sem.kernels.launch(call)
     out: dict[str, bool] = {}
     for param, arg in pairs:
-        root = sem.array_root(arg.value, scope)
+        root = sem.names.array_root(arg.value, scope)
         if root is None or root in covered or root in rebound:
             continue
-        if param is None and not sem.is_host_array(root, scope):
+        if param is None and not sem.names.is_host_array(root, scope):
             continue
         only_out = param is not None and param.access == "Out"
         out[root] = out.get(root, True) and only_out
@@ -71,7 +71,7 @@ def _region_fix(ctx: FileContext, loop: Loop) -> Fix | None:
     target = loop
     while target.parent is not None and target.parent.kind != "comp":
         arrays = _loop_arrays(ctx, target.parent)
-        if not arrays or any(a in sem.rebound(target.parent) for a, _ in arrays):
+        if not arrays or any(a in sem.loops.rebound(target.parent) for a, _ in arrays):
             break
         target = target.parent
     arrays = _loop_arrays(ctx, target)
@@ -95,9 +95,9 @@ def _region_fix(ctx: FileContext, loop: Loop) -> Fix | None:
 
 def _loop_arrays(ctx: FileContext, loop: Loop) -> list[tuple[str, bool]]:
     found: dict[str, bool] = {}
-    for site in loop.calls:
-        if ctx.sem.is_offload(site):
-            for name, only_out in uncovered(ctx, site, loop):
+    for call in loop.calls:
+        if ctx.sem.calls.is_offload(call):
+            for name, only_out in uncovered(ctx, call, loop):
                 found[name] = found.get(name, True) and only_out
     return list(found.items())
 
@@ -116,19 +116,19 @@ def _import_region(ctx: FileContext) -> Edit:
     return Edit(end, end, f"from offload_core import region{ctx.newline}")
 
 
-def _mutable_alias(ctx: FileContext, site: IndexedCall) -> None:
+def _mutable_alias(ctx: FileContext, call: IndexedCall) -> None:
     sem = ctx.sem
-    sig, pairs = sem.launch(site)
+    sig, pairs = sem.kernels.launch(call)
     if sig is None:
         return
-    roots = [(param, sem.array_root(arg.value, site.scope)) for param, arg in pairs]
+    roots = [(param, sem.names.array_root(arg.value, call.scope)) for param, arg in pairs]
     for i, (param, root) in enumerate(roots):
         if param is None or root is None or param.access not in WRITES:
             continue
         for j, (other, other_root) in enumerate(roots):
             if j != i and other is not None and other_root == root:
                 ctx.report(
-                    "OFF201", site.node, array=root, kernel=sig.name, access=param.access,
+                    "OFF201", call.node, array=root, kernel=sig.name, access=param.access,
                     param=param.name, other=other.name,
                 )
                 return

@@ -31,28 +31,28 @@ WRAPPERS = frozenset({"enumerate", "tqdm", "zip", "iter", "islice", "trange"})
 @check("OFF109")
 def loader_copies(ctx: FileContext) -> None:
     sem = ctx.sem
-    for site in ctx.index.calls:
-        qualname = sem.qualify(site.node.func) or ""
+    for call in ctx.index.calls:
+        qualname = sem.names.qualify(call.node.func) or ""
         if not (qualname.startswith("torch.") and qualname.endswith(".DataLoader")):
             continue
-        pinned = _pinned(site.node)
-        name = _bound_name(site)
+        pinned = _pinned(call.node)
+        name = _bound_name(call)
         if pinned is None or name is None:
             continue
         for loop in ctx.index.loops:
-            if loop.kind != "for" or not _consumes(ctx, loop, name, site.scope):
+            if loop.kind != "for" or not _consumes(ctx, loop, name, call.scope):
                 continue
             copies = _batch_copies(ctx, loop)
             if not copies:
                 continue
             if not pinned:
-                ctx.report("OFF109", site.node, _pin_fix(ctx, site), loader_line=ctx.line(site.node),
+                ctx.report("OFF109", call.node, _pin_fix(ctx, call), loader_line=ctx.line(call.node),
                            loop_line=ctx.line(loop.node), how="from pageable memory",
                            advice="pass pin_memory=True to the DataLoader and copy with .to(device, non_blocking=True)")
                 break
             for copy in copies:  # pinned, but each copy still waits: `.to(device)` without non_blocking
                 if not _non_blocking(copy.node):
-                    ctx.report("OFF109", copy.node, _non_blocking_fix(ctx, copy), loader_line=ctx.line(site.node),
+                    ctx.report("OFF109", copy.node, _non_blocking_fix(ctx, copy), loader_line=ctx.line(call.node),
                                loop_line=ctx.line(loop.node), how="with a blocking copy from pinned memory",
                                advice="pass non_blocking=True, so the host queues the step while the copy runs")
             break
@@ -70,9 +70,9 @@ def _pinned(call: cst.Call) -> bool | None:
     return False
 
 
-def _bound_name(site: IndexedCall) -> str | None:
-    statement = site.small
-    if isinstance(statement, (cst.Assign, cst.AnnAssign)) and statement.value is site.node:
+def _bound_name(call: IndexedCall) -> str | None:
+    statement = call.small
+    if isinstance(statement, (cst.Assign, cst.AnnAssign)) and statement.value is call.node:
         targets = [t.target for t in statement.targets] if isinstance(statement, cst.Assign) else [statement.target]
         if len(targets) == 1 and isinstance(targets[0], cst.Name):
             return targets[0].value
@@ -102,7 +102,7 @@ def _consumes(ctx: FileContext, loop: Loop, name: str, scope: Scope) -> bool:
     if param not in function.params or not isinstance(function.node, cst.FunctionDef):
         return False
     positional = [p.name.value for p in (*function.node.params.posonly_params, *function.node.params.params)]
-    for call in ctx.sem.calls_of(function):
+    for call in ctx.sem.names.calls_of(function):
         for k, arg in enumerate(call.node.args):
             hit = (arg.keyword is not None and arg.keyword.value == param) or (
                 arg.keyword is None and not arg.star and k < len(positional) and positional[k] == param)
@@ -127,15 +127,15 @@ def _batch_copies(ctx: FileContext, loop: Loop) -> list[IndexedCall]:
                for how, value in values if how == "for" and isinstance(value, Unpack)
                and isinstance(loop.node, cst.For) and value.source is loop.node.iter}
     out: list[IndexedCall] = []
-    for site in loop.calls if targets else ():
-        use = sem.classify(site.node, site.scope)
+    for call in loop.calls if targets else ():
+        use = sem.calls.classify(call.node, call.scope)
         if use is None or use.kind != "h2d" or use.api.library != "torch" or use.data is None:
             continue
         root = use.data
         while isinstance(root, (cst.Subscript, cst.Attribute)):
             root = root.value
         if isinstance(root, cst.Name) and root.value in targets:
-            out.append(site)
+            out.append(call)
     return out
 
 
@@ -145,20 +145,20 @@ def _non_blocking(call: cst.Call) -> bool:
         a.star == "**" for a in call.args)
 
 
-def _non_blocking_fix(ctx: FileContext, site: IndexedCall):  # type: ignore[no-untyped-def]
-    call = site.node
-    start, end = ctx.span(call)
+def _non_blocking_fix(ctx: FileContext, call: IndexedCall):  # type: ignore[no-untyped-def]
+    node = call.node
+    start, end = ctx.span(node)
     close = ctx.source.rfind(")", start, end)
     if close < 0:
         return None
-    text = ", non_blocking=True" if call.args else "non_blocking=True"
+    text = ", non_blocking=True" if node.args else "non_blocking=True"
     return ctx.fix("Copy with non_blocking=True", "unsafe", [Edit(close, close, text)])
 
 
-def _pin_fix(ctx: FileContext, site: IndexedCall):  # type: ignore[no-untyped-def]
-    call = site.node
-    if not call.args:
+def _pin_fix(ctx: FileContext, call: IndexedCall):  # type: ignore[no-untyped-def]
+    node = call.node
+    if not node.args:
         return None
-    last = call.args[-1]
+    last = node.args[-1]
     start, end = ctx.span(last.value)
     return ctx.fix("Add pin_memory=True", "unsafe", [Edit(end, end, ", pin_memory=True")])

@@ -48,78 +48,78 @@ READ_METHODS = frozenset({"item", "tolist"})  # for tensors that may be on the d
 def syncs(ctx: FileContext) -> None:
     sem = ctx.sem
     conversions = frozenset(ctx.options("OFF104").get("conversions", ()))
-    for site in ctx.index.calls:
-        loop = site.loop
+    for call in ctx.index.calls:
+        loop = call.loop
         if loop is None:
             continue
-        read = _read(ctx, site, conversions)
+        read = _read(ctx, call, conversions)
         if read is not None:
-            _judge_read(ctx, site, loop, *read)
+            _judge_read(ctx, call, loop, *read)
             continue
-        use = sem.classify(site.node, site.scope)
-        if use is not None and use.kind == "sync" and ctx.enabled("OFF104") and _avoidable_wait(ctx, site, loop):
-            ctx.report("OFF104", site.node, api=use.api.display, loop_line=ctx.line(loop.node),
+        use = sem.calls.classify(call.node, call.scope)
+        if use is not None and use.kind == "sync" and ctx.enabled("OFF104") and _avoidable_wait(ctx, call, loop):
+            ctx.report("OFF104", call.node, api=use.api.display, loop_line=ctx.line(loop.node),
                        advice="synchronise once after the loop, where the host needs the results")
 
 
-def _read(ctx: FileContext, site: IndexedCall, conversions: frozenset[str]) -> tuple[str, cst.BaseExpression] | None:
+def _read(ctx: FileContext, call: IndexedCall, conversions: frozenset[str]) -> tuple[str, cst.BaseExpression] | None:
     """(what to call it, the device value read) for `.item()`/`.tolist()` or `float()` of a device value."""
     sem = ctx.sem
-    call = site.node
-    use = sem.classify(call, site.scope)
+    node = call.node
+    use = sem.calls.classify(node, call.scope)
     if use is not None:
         if use.kind == "sync" and use.api.returns == "host":  # a sync that hands back a value: .item(), .any()
-            value = call.func.value if use.api.method is not None and isinstance(call.func, cst.Attribute) else use.data
+            value = node.func.value if use.api.method is not None and isinstance(node.func, cst.Attribute) else use.data
             return (use.api.display, value) if value is not None else None
         return None
-    if isinstance(call.func, cst.Attribute) and call.func.attr.value in READ_METHODS and not call.args:
-        lib = sem.array_lib(call.func.value, site.scope)  # a tensor that may be on the device: `t.item()`
-        return (f"{lib} .{call.func.attr.value}()", call.func.value) if lib is not None else None
-    qualname = sem.qualify(call.func)
+    if isinstance(node.func, cst.Attribute) and node.func.attr.value in READ_METHODS and not node.args:
+        lib = sem.values.array_lib(node.func.value, call.scope)  # a tensor that may be on the device: `t.item()`
+        return (f"{lib} .{node.func.attr.value}()", node.func.value) if lib is not None else None
+    qualname = sem.names.qualify(node.func)
     if qualname is None or not qualname.startswith("builtins."):
         return None
     name = qualname.split(".", 1)[1]
-    if name not in conversions or len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
+    if name not in conversions or len(node.args) != 1 or node.args[0].keyword is not None or node.args[0].star:
         return None
-    value = call.args[0].value
-    lib = sem.array_lib(value, site.scope)
+    value = node.args[0].value
+    lib = sem.values.array_lib(value, call.scope)
     if lib is None:
         return None
-    if isinstance(value, cst.Call) and _read(ctx, sem.site_of(value) or site, conversions) is not None:
+    if isinstance(value, cst.Call) and _read(ctx, sem.names.call_at(value) or call, conversions) is not None:
         return None  # float(x.item()): the inner read is the sync
     return f"{name}() of a {lib} array", value
 
 
-def _judge_read(ctx: FileContext, site: IndexedCall, loop: Loop, api: str, value: cst.BaseExpression) -> None:
+def _judge_read(ctx: FileContext, call: IndexedCall, loop: Loop, api: str, value: cst.BaseExpression) -> None:
     sem = ctx.sem
-    if sem.rare_branch(site, loop):
+    if sem.loops.rare_branch(call, loop):
         return
-    element = _element_source(ctx, site, loop, value)
+    element = _element_source(ctx, call, loop, value)
     if element is not None:
         if ctx.enabled("OFF302"):
-            ctx.report("OFF302", site.node, api=api, array=element, loop_line=ctx.line(loop.node))
+            ctx.report("OFF302", call.node, api=api, array=element, loop_line=ctx.line(loop.node))
         return
-    if sem.device_lib(value, site.scope) is None and sem.array_lib(value, site.scope) is not None:
+    if sem.values.device_lib(value, call.scope) is None and sem.values.array_lib(value, call.scope) is not None:
         return  # a tensor that may be on the host: only element-wise reads are worth saying
-    if sem.amortised(site, loop, ctx.index.loops):
+    if sem.loops.amortised(call, loop, ctx.index.loops):
         return  # once per outer iteration (an epoch), around inner loops that do the work
-    if sem.invariant_in(site, loop):
+    if sem.loops.invariant_in(call, loop):
         if ctx.enabled("OFF104"):
-            ctx.report("OFF104", site.node, api=api, loop_line=ctx.line(loop.node),
+            ctx.report("OFF104", call.node, api=api, loop_line=ctx.line(loop.node),
                        advice="nothing it reads changes in the loop, so hoist the read out of the loop")
         return
-    statement = site.small or (site.stmts[-1] if site.stmts else None)
+    statement = call.small or (call.stmts[-1] if call.stmts else None)
     if statement is None:
         return
-    purpose = UseFinder(loop.node, sem.qualify).of_read(statement, site.node)
+    purpose = UseFinder(loop.node, sem.names.qualify).of_read(statement, call.node)
     if purpose == "metric" and ctx.enabled("OFF301"):
-        ctx.report("OFF301", site.node, api=api, loop_line=ctx.line(loop.node))
+        ctx.report("OFF301", call.node, api=api, loop_line=ctx.line(loop.node))
     elif purpose == "control" and ctx.enabled("OFF104") and ctx.options("OFF104").get("control-flow", False):
-        ctx.report("OFF104", site.node, api=api, loop_line=ctx.line(loop.node),
+        ctx.report("OFF104", call.node, api=api, loop_line=ctx.line(loop.node),
                    advice="the value steers the loop; if that can wait, test it every N iterations")
 
 
-def _element_source(ctx: FileContext, site: IndexedCall, loop: Loop, value: cst.BaseExpression) -> str | None:
+def _element_source(ctx: FileContext, call: IndexedCall, loop: Loop, value: cst.BaseExpression) -> str | None:
     """The device array `value` is one element of, when the loop walks that array (else None)."""
     sem = ctx.sem
     node = value
@@ -132,17 +132,17 @@ def _element_source(ctx: FileContext, site: IndexedCall, loop: Loop, value: cst.
             break
     if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name):
         array = node.value
-        changed = sem.changed_in(loop)
-        index_changes = not all(sem.expression_invariant(e.slice, loop, changed) for e in node.slice)
-        if index_changes and array.value not in changed and sem.array_lib(array, site.scope) is not None:
+        changed = sem.loops.changed_in(loop)
+        index_changes = not all(sem.loops.expression_invariant(e.slice, loop, changed) for e in node.slice)
+        if index_changes and array.value not in changed and sem.values.array_lib(array, call.scope) is not None:
             return array.value
         return None
     if not isinstance(node, cst.Name):
         return None
-    for how, bound in sem.assignments(sem.name_of(node), site.scope):
+    for how, bound in sem.names.assignments(sem.names.name_of(node), call.scope):
         if how != "for" or not isinstance(bound, Unpack) or not _iterates(loop, bound.source):
             continue
-        source = _iterated_array(ctx, site, bound)
+        source = _iterated_array(ctx, call, bound)
         if source is not None:
             return source
     return None
@@ -157,11 +157,11 @@ def _iterates(loop: Loop, source: cst.BaseExpression) -> bool:
     return False
 
 
-def _iterated_array(ctx: FileContext, site: IndexedCall, bound: Unpack) -> str | None:
+def _iterated_array(ctx: FileContext, call: IndexedCall, bound: Unpack) -> str | None:
     sem = ctx.sem
     source = bound.source
     index = list(bound.index)
-    while isinstance(source, cst.Call) and isinstance(source.func, cst.Name) and sem.qualify(source.func) in (
+    while isinstance(source, cst.Call) and isinstance(source.func, cst.Name) and sem.names.qualify(source.func) in (
             "builtins.zip", "builtins.enumerate", "builtins.reversed", "builtins.list", "builtins.tuple"):
         args = [a.value for a in source.args if a.keyword is None and not a.star]
         if not args:
@@ -174,21 +174,21 @@ def _iterated_array(ctx: FileContext, site: IndexedCall, bound: Unpack) -> str |
             source = args[0]
         else:
             return None
-    if sem.array_lib(source, site.scope) is None:
+    if sem.values.array_lib(source, call.scope) is None:
         return None
     return ctx.code(source)
 
 
-def _avoidable_wait(ctx: FileContext, site: IndexedCall, loop: Loop) -> bool:
+def _avoidable_wait(ctx: FileContext, call: IndexedCall, loop: Loop) -> bool:
     """A wait that nothing in the loop needs: not for timing, not opted into, not per device or chunk."""
     sem = ctx.sem
-    if sem.rare_branch(site, loop) or sem.guarded_by_flag(site, loop) or sem.amortised(site, loop, ctx.index.loops):
+    if sem.loops.rare_branch(call, loop) or sem.loops.guarded_by_flag(call, loop) or sem.loops.amortised(call, loop, ctx.index.loops):
         return False
     if _measures_time(ctx, loop):
         return False
-    func = site.node.func
-    if isinstance(func, cst.Attribute) and sem.qualify(func) is None:
-        if not sem.expression_invariant(func.value, loop):
+    func = call.node.func
+    if isinstance(func, cst.Attribute) and sem.names.qualify(func) is None:
+        if not sem.loops.expression_invariant(func.value, loop):
             return False  # chunk.ready.synchronize(): a different event or stream each iteration
     return True
 
@@ -198,7 +198,7 @@ def _measures_time(ctx: FileContext, loop: Loop) -> bool:
     sem = ctx.sem
     for other in loop.calls:
         func = other.node.func
-        if sem.qualify(func) in TIMERS:
+        if sem.names.qualify(func) in TIMERS:
             return True
         if isinstance(func, cst.Attribute) and func.attr.value in TIMER_METHODS:
             return True

@@ -25,7 +25,7 @@ from .file import FileContext
 from .fixes import device_create_fix, hoist_fix
 from ..analysis.scopes import IndexedCall
 from ..analysis.scopes import Unpack
-from ..analysis.semantics import Classified
+from ..analysis.calls import Classified
 from ..analysis.uses import path_to
 from .registry import check
 
@@ -36,33 +36,33 @@ COLLECTING_METHODS = frozenset({"append", "extend", "insert", "add", "appendleft
 def transfers(ctx: FileContext) -> None:
     sem = ctx.sem
     creators = frozenset(ctx.options("OFF105").get("creators", ()))
-    for site in ctx.index.calls:
-        use = sem.classify(site.node, site.scope)
+    for call in ctx.index.calls:
+        use = sem.calls.classify(call.node, call.scope)
         if use is None or use.kind not in ("h2d", "d2h"):
             continue
         if use.kind == "h2d":
-            if creators and ctx.enabled("OFF105") and _host_alloc(ctx, site, use, creators):
+            if creators and ctx.enabled("OFF105") and _host_alloc(ctx, call, use, creators):
                 continue
-            if ctx.enabled("OFF107") and _host_random(ctx, site, use):
+            if ctx.enabled("OFF107") and _host_random(ctx, call, use):
                 continue
-        loop = site.loop
-        if loop is None or sem.rare_branch(site, loop):
+        loop = call.loop
+        if loop is None or sem.loops.rare_branch(call, loop):
             continue
         fields = {"api": use.api.display, "direction": use.direction, "loop_line": ctx.line(loop.node)}
-        if sem.invariant_in(site, loop) and not _collected(site):
-            fix = hoist_fix(ctx, site, use) if ctx.enabled("OFF101") else None
-            ctx.report("OFF101", site.node, fix, **fields)
-        elif use.kind == "h2d" and use.data is not None and not once(site) and _python_values(ctx, site, use.data):
-            ctx.report("OFF108", site.node, **fields)
+        if sem.loops.invariant_in(call, loop) and not _collected(call):
+            fix = hoist_fix(ctx, call, use) if ctx.enabled("OFF101") else None
+            ctx.report("OFF101", call.node, fix, **fields)
+        elif use.kind == "h2d" and use.data is not None and not once(call) and _python_values(ctx, call, use.data):
+            ctx.report("OFF108", call.node, **fields)
         else:
-            ctx.report("OFF106", site.node, **fields)
+            ctx.report("OFF106", call.node, **fields)
 
 
-def _collected(site: IndexedCall) -> bool:
+def _collected(call: IndexedCall) -> bool:
     """Is the copy's result kept per iteration (a comprehension's element, appended, stored by index)?"""
-    if site.small is None:
+    if call.small is None:
         return False
-    path = path_to(site.small, site.node)
+    path = path_to(call.small, call.node)
     if path is None or len(path) < 2:
         return False
     for i in range(len(path) - 2, -1, -1):
@@ -87,17 +87,17 @@ def _collected(site: IndexedCall) -> bool:
 NUMBA_CREATORS = frozenset({"empty", "empty_like"})
 
 
-def _host_alloc(ctx: FileContext, site: IndexedCall, use: Classified, creators: frozenset[str]) -> bool:
+def _host_alloc(ctx: FileContext, call: IndexedCall, use: Classified, creators: frozenset[str]) -> bool:
     """Report OFF105 when the uploaded array was just built on the host; True when reported."""
     data = use.data
     if not isinstance(data, cst.Call):
         return False
     sem = ctx.sem
-    qualname = sem.qualify(data.func)
+    qualname = sem.names.qualify(data.func)
     if qualname is None:
         return False
     head, _, creator = qualname.rpartition(".")
-    if creator.endswith("_like") and data.args and sem.array_lib(data.args[0].value, site.scope) is not None:
+    if creator.endswith("_like") and data.args and sem.values.array_lib(data.args[0].value, call.scope) is not None:
         return False  # np.zeros_like(a device array) is made where the array is (NEP 18), no host copy
     inner_lib = None
     if head == "numpy" and creator in creators and use.api.library in ("cupy", "jax"):
@@ -105,13 +105,13 @@ def _host_alloc(ctx: FileContext, site: IndexedCall, use: Classified, creators: 
     elif head == "numpy" and creator in creators & NUMBA_CREATORS and use.api.library == "numba":
         inner_lib = "numpy"
     elif use.api.library == "torch" and creator in creators:
-        inner = sem.classify(data, site.scope)
+        inner = sem.calls.classify(data, call.scope)
         if inner is not None and inner.kind == "host-alloc" and inner.api.factory:
             inner_lib = "torch"
     if inner_lib is None:
         return False
-    fix, replacement = device_create_fix(ctx, site, use, data, creator, inner_lib)
-    ctx.report("OFF105", site.node, fix, api=use.api.display, creator=qualname, replacement=replacement)
+    fix, replacement = device_create_fix(ctx, call, use, data, creator, inner_lib)
+    ctx.report("OFF105", call.node, fix, api=use.api.display, creator=qualname, replacement=replacement)
     return True
 
 
@@ -119,13 +119,13 @@ SETUP_FUNCTION = re.compile(r"^(?:__init__|__setstate__|__post_init__|setup|set_
                             r"load\w*|_load\w*|init\w*|_init\w*|build\w*|from_\w+|create\w*)$")
 
 
-def once(site: IndexedCall) -> bool:
+def once(call: IndexedCall) -> bool:
     """Is the call in set-up code that runs once (`__init__`, `__setstate__`, `load_*`, `build_*`)?
 
     A loop there (over parameters, over layers) repeats per object, not per
     step, so a small per-iteration cost is paid once.
     """
-    scope = site.scope
+    scope = call.scope
     while scope is not None and scope.kind not in ("function", "module"):
         scope = scope.parent
     return scope is not None and scope.kind == "function" and SETUP_FUNCTION.match(scope.name) is not None
@@ -136,21 +136,21 @@ RANDOM_FILLS = frozenset({"random_", "uniform_", "normal_", "bernoulli_", "expon
 DEVICE_RNG = {"cupy": "cupy.random", "torch": "torch"}
 
 
-def _random_source(ctx: FileContext, site: IndexedCall, data: cst.BaseExpression) -> cst.Call | None:
+def _random_source(ctx: FileContext, call: IndexedCall, data: cst.BaseExpression) -> cst.Call | None:
     """The host random draw `data` is (directly, through a fill method, or by the name's reaching binding)."""
     sem = ctx.sem
     from ..analysis.loops import is_random
 
     node = data
     if isinstance(node, cst.Name):
-        before = [e for e in site.scope.events[:site.index] if e.kind == "bind" and e.name == node.value]
+        before = [e for e in call.scope.events[:call.index] if e.kind == "bind" and e.name == node.value]
         if not before or before[-1].extra[0] != "=" or not isinstance(before[-1].extra[1], cst.Call):
             return None
         node = before[-1].extra[1]
     while isinstance(node, cst.Call):
-        qualname = sem.qualify(node.func)
+        qualname = sem.names.qualify(node.func)
         if is_random(qualname) and not qualname.startswith(("random.", "numba.")):
-            if sem.device_lib(node, site.scope) is not None:
+            if sem.values.device_lib(node, call.scope) is not None:
                 return None  # torch.randn(..., device=...) is drawn on the device already
             return node
         if isinstance(node.func, cst.Attribute):
@@ -162,19 +162,19 @@ def _random_source(ctx: FileContext, site: IndexedCall, data: cst.BaseExpression
     return None
 
 
-def _host_random(ctx: FileContext, site: IndexedCall, use: Classified) -> bool:
+def _host_random(ctx: FileContext, call: IndexedCall, use: Classified) -> bool:
     """OFF107: numbers drawn by a host generator, then uploaded, where the device library draws them itself."""
-    if use.api.library not in DEVICE_RNG or use.data is None or site.loop is None or once(site):
+    if use.api.library not in DEVICE_RNG or use.data is None or call.loop is None or once(call):
         return False  # drawn once (setup, a warm-up input): the copy is paid once
-    draw = _random_source(ctx, site, use.data)
+    draw = _random_source(ctx, call, use.data)
     if draw is None:
         return False
     sem = ctx.sem
-    qualname = sem.qualify(draw.func) or ""
+    qualname = sem.names.qualify(draw.func) or ""
     creator = qualname.rpartition(".")[2]
     fix = None
     if use.api.library == "torch" and qualname.startswith("torch.") and draw is use.data:
-        fix, replacement = device_create_fix(ctx, site, use, draw, creator, "torch", safety="unsafe")
+        fix, replacement = device_create_fix(ctx, call, use, draw, creator, "torch", safety="unsafe")
     elif use.api.library == "torch" and isinstance(draw.func, cst.Attribute):
         fill = draw.func.attr.value  # torch.LongTensor(n).random_(8): fill a tensor made on the device
         replacement = f"a tensor created on the device and filled there (torch.empty(..., device=...).{fill}(...))"
@@ -182,7 +182,7 @@ def _host_random(ctx: FileContext, site: IndexedCall, use: Classified) -> bool:
         replacement = "a torch creator with device= (torch.randn/rand/randint(..., device=...))"
     else:
         replacement = f"cupy.random.{creator}(...)" if qualname.startswith("numpy.random.") else "cupy.random"
-    ctx.report("OFF107", site.node, fix, api=use.api.display, draw=ctx.code(draw.func), replacement=replacement)
+    ctx.report("OFF107", call.node, fix, api=use.api.display, draw=ctx.code(draw.func), replacement=replacement)
     return True
 
 
@@ -190,7 +190,7 @@ PYTHON_BUILDERS = frozenset({"builtins.list", "builtins.tuple", "builtins.int", 
                              "builtins.range", "builtins.sorted", "builtins.sum", "builtins.min", "builtins.max"})
 
 
-def _python_values(ctx: FileContext, site: IndexedCall, data: cst.BaseExpression, depth: int = 0) -> bool:
+def _python_values(ctx: FileContext, call: IndexedCall, data: cst.BaseExpression, depth: int = 0) -> bool:
     """Is the uploaded value built from Python numbers and lists (not an array the program computed)?"""
     if depth > 4:
         return False
@@ -198,32 +198,32 @@ def _python_values(ctx: FileContext, site: IndexedCall, data: cst.BaseExpression
     if isinstance(data, (cst.Integer, cst.Float)):
         return True
     if isinstance(data, (cst.List, cst.Tuple)):
-        return all(_python_values(ctx, site, e.value, depth + 1) or sem.array_lib(e.value, site.scope) is None
+        return all(_python_values(ctx, call, e.value, depth + 1) or sem.values.array_lib(e.value, call.scope) is None
                    and not isinstance(e.value, cst.StarredElement) for e in data.elements)
     if isinstance(data, cst.ListComp):
-        return sem.array_lib(data.elt, site.scope) is None
+        return sem.values.array_lib(data.elt, call.scope) is None
     if isinstance(data, cst.BinaryOperation):
-        return _python_values(ctx, site, data.left, depth + 1) and _python_values(ctx, site, data.right, depth + 1)
+        return _python_values(ctx, call, data.left, depth + 1) and _python_values(ctx, call, data.right, depth + 1)
     if isinstance(data, cst.Call):
-        qualname = sem.qualify(data.func)
+        qualname = sem.names.qualify(data.func)
         if qualname in PYTHON_BUILDERS:
             return True
         if isinstance(data.func, cst.Attribute) and qualname is None:
-            return _python_values(ctx, site, data.func.value, depth + 1)  # torch.Tensor([[w]]).long()
+            return _python_values(ctx, call, data.func.value, depth + 1)  # torch.Tensor([[w]]).long()
         if qualname is not None and qualname.split(".")[0] in ("torch", "numpy") and data.args and \
-                sem.array_lib(data, site.scope) is None:
-            return _python_values(ctx, site, data.args[0].value, depth + 1)  # torch.tensor([...]), np.array([...])
+                sem.values.array_lib(data, call.scope) is None:
+            return _python_values(ctx, call, data.args[0].value, depth + 1)  # torch.tensor([...]), np.array([...])
         return False
     if isinstance(data, cst.Name):
-        bindings = sem.assignments(sem.name_of(data), site.scope)
+        bindings = sem.names.assignments(sem.names.name_of(data), call.scope)
         if not bindings:
             return False
         for how, value in bindings:
             if how in ("=", "aug") and isinstance(value, cst.BaseExpression):
-                if not _python_values(ctx, site, value, depth + 1):
+                if not _python_values(ctx, call, value, depth + 1):
                     return False
             elif how == "for" and isinstance(value, Unpack) and not value.index and isinstance(value.source, cst.Call):
-                if sem.qualify(value.source.func) != "builtins.range":
+                if sem.names.qualify(value.source.func) != "builtins.range":
                     return False
             else:
                 return False

@@ -169,13 +169,13 @@ def _lint(
         ctx = FileContext(text, index, sem, settings, cells.label if cells is not None else None)
         for fn in checks_for(settings.enabled):
             fn(ctx)
-        exports = sem.exports()
+        exports = sem.kernels.exports()
     except Exception as exc:  # a bug in a check (a RecursionError too): the tool's fault, never OFF901
         where = traceback.extract_tb(exc.__traceback__)[-1]
         return FileResult(path, error=f"{type(exc).__name__}: {exc} (at {where.filename}:{where.lineno})")
     findings = suppressions.apply(ctx.findings, text.splitlines()) if ctx.findings else []
     findings.sort(key=lambda f: f.sort_key)
-    needs = tuple(sorted(sem.needs.items(), key=lambda kv: kv[0]))
+    needs = tuple(sorted(sem.kernels.needs.items(), key=lambda kv: kv[0]))
     return FileResult(path, tuple(findings), exports, needs)
 
 
