@@ -22,8 +22,8 @@ from offload_core.catalog import CatalogError
 
 from . import __version__
 from .config.pyproject import ConfigError, find_pyproject
-from .outputs.explain import explain_rule, list_rules
 from .outputs.emit import OutputError
+from .outputs.explain import explain_rule, list_rules
 
 
 def _codes(values: Sequence[str] | None) -> list[str] | None:
@@ -78,7 +78,7 @@ def cmd_check(argv: Sequence[str]) -> int:
             raise ConfigError(f"{path}: no such file or folder")
     config_path = Path(args.config) if args.config else find_pyproject(paths)
     # LibCST is the slow part of start-up; `rules` and `explain` never load it.
-    from .outputs.applying import fix_files
+    from .outputs.applying import apply_to_files
     from .outputs.emit import emit, write_stdout
     from .run.session import Session
 
@@ -87,15 +87,15 @@ def cmd_check(argv: Sequence[str]) -> int:
     )
     run = session.run(paths)
     if args.fix or args.diff:
-        outcome = fix_files(session, run, write=not args.diff)
+        outcome = apply_to_files(session, run, write=not args.diff)
         if args.diff:
             write_stdout(outcome.diff)
             n = outcome.fixed
             sys.stderr.write(f"Would fix {n} finding{'s' if n != 1 else ''} in {outcome.files} file{'s' if outcome.files != 1 else ''}.\n")
             return 2 if session.errors(run) else (1 if outcome.diff else 0)
-        session.fixed = outcome
+        session.applied = outcome
     active = emit(session, run)
-    if session.errors(run) or (session.fixed is not None and session.fixed.failed):
+    if session.errors(run) or (session.applied is not None and session.applied.failed):
         return 2
     return 0 if (args.exit_zero or not active) else 1
 

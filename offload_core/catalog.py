@@ -88,7 +88,7 @@ class Rule:
     summary: str
     message: str
     rationale: str
-    fix: str
+    advice: str  # the YAML's `fix:`, how to change the code (a finding's `Fix` is the edit it offers)
     fix_safety: FixSafety
     options: Mapping[str, Any]
     invalid: tuple[Example, ...]
@@ -266,7 +266,7 @@ def load_rule(path: Path) -> Rule:
         summary=_need(data, "summary", str, path).strip(),
         message=message,
         rationale=_need(data, "rationale", str, path).strip(),
-        fix=_need(data, "fix", str, path).strip(),
+        advice=_need(data, "fix", str, path).strip(),
         fix_safety=fix_safety,
         options=MappingProxyType(dict(options)),
         invalid=_examples(examples.get("invalid"), "invalid", path, fixable),

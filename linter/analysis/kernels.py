@@ -19,7 +19,6 @@ from .names import Names
 from .project import ACCESSES, KernelIndex, KernelParam, KernelSig
 from .scopes import IndexedCall
 
-
 Qualify = Callable[[cst.BaseExpression], "str | None"]
 
 

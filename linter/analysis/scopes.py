@@ -1,7 +1,7 @@
 """The records the indexing walk produces: scopes, their event lists, loops, calls, `with` items.
 
 They are mutable while the walk fills them and read-only afterwards; the
-checks and `Semantics` only read them. See `index.py` for why a file is
+checks and `Semantics` only read them. See `walk.py` for why a file is
 reduced to per-scope event lists.
 """
 

@@ -24,7 +24,18 @@ from typing import Any
 import libcst as cst
 
 from .scopes import (
-    Binding, Event, EventKind, IndexedCall, Loop, LoopKind, ModuleIndex, Scope, ScopeKind, Unpack, WithItem, dotted,
+    Binding,
+    Event,
+    EventKind,
+    IndexedCall,
+    Loop,
+    LoopKind,
+    ModuleIndex,
+    Scope,
+    ScopeKind,
+    Unpack,
+    WithItem,
+    dotted,
 )
 
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .file import FileContext
 from ..analysis.scopes import Loop
+from .file import CheckedFile
 from .registry import check
 
 #: torch.distributed's collectives whose first argument holds the result (reduced, sent or gathered into);
@@ -31,9 +31,9 @@ CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.bool"})
 
 
 @check("OFF303")
-def collective_for_metric(ctx: FileContext) -> None:
-    sem = ctx.sem
-    for call in ctx.index.calls:
+def collective_for_metric(file: CheckedFile) -> None:
+    sem = file.sem
+    for call in file.index.calls:
         loop = call.loop
         if loop is None or sem.names.qualify(call.node.func) not in COLLECTIVES:
             continue
@@ -41,25 +41,25 @@ def collective_for_metric(ctx: FileContext) -> None:
         if not args or args[0].keyword is not None or args[0].star or not isinstance(args[0].value, cst.Name):
             continue
         name = args[0].value.value
-        if sem.loops.rare_branch(call, loop) or sem.loops.amortised(call, loop, ctx.index.loops):
+        if sem.loops.rare_branch(call, loop) or sem.loops.amortised(call, loop, file.index.loops):
             continue
-        read = _read_of(ctx, loop, name)
+        read = _read_of(file, loop, name)
         if read is not None:
-            ctx.report("OFF303", call.node, api=f"dist.{sem.names.qualify(call.node.func).rsplit('.', 1)[1]}({name})",
-                       read=read, loop_line=ctx.line(loop.node))
+            file.report("OFF303", call.node, api=f"dist.{sem.names.qualify(call.node.func).rsplit('.', 1)[1]}({name})",
+                       read=read, loop_line=file.line(loop.node))
 
 
-def _read_of(ctx: FileContext, loop: Loop, name: str) -> str | None:
+def _read_of(file: CheckedFile, loop: Loop, name: str) -> str | None:
     """How the loop reads `name` on the host (`loss.item()`), or None when it does not."""
     for other in loop.calls:
-        if ctx.sem.loops.rare_branch(other, loop):
+        if file.sem.loops.rare_branch(other, loop):
             continue
         call = other.node
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value in READS and _is(func.value, name):
             return f"{name}.{func.attr.value}()"
-        if ctx.sem.names.qualify(func) in CONVERSIONS and len(call.args) == 1 and _is(call.args[0].value, name):
-            return f"{ctx.sem.names.qualify(func).split('.', 1)[1]}({name})"  # type: ignore[union-attr]
+        if file.sem.names.qualify(func) in CONVERSIONS and len(call.args) == 1 and _is(call.args[0].value, name):
+            return f"{file.sem.names.qualify(func).split('.', 1)[1]}({name})"  # type: ignore[union-attr]
     return None
 
 

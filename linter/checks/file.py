@@ -17,13 +17,13 @@ from typing import Any, Callable, Mapping
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
-from ..findings import Edit, Finding, Fix
 from ..analysis.scopes import ModuleIndex
 from ..analysis.semantics import Semantics
 from ..config.rules import RuleSettings
+from ..findings import Edit, Finding, Fix
 
 
-class FileContext:
+class CheckedFile:
     def __init__(
         self, source: str, index: ModuleIndex, sem: Semantics, settings: RuleSettings,
         line_label: Callable[[int], str] | None = None,

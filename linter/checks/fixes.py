@@ -1,5 +1,5 @@
-"""Fixes as text edits: hoisting a copy (OFF101), wrapping a loop in a region (OFF102),
-creating on the device (OFF105); and applying them.
+"""The fixes the checks offer, as text edits: hoisting a copy (OFF101), wrapping a loop in a region (OFF102),
+creating on the device (OFF105).
 
 Fixes are text edits on the original source rather than rewritten trees:
 edits from several findings combine without re-walking the tree, untouched
@@ -11,30 +11,28 @@ strings, whose contents must not change.
 
 A fix is only offered where it is mechanically sound; whether it preserves
 behaviour is the `safety` (hoisting out of a `while` runs the copy even when
-the loop runs zero times, so it is unsafe). `apply_fixes` applies
-non-overlapping edits; the engine re-lints the result and repeats, so fixes
-that touched the same lines land in a later round.
+the loop runs zero times, so it is unsafe). Applying them is
+`outputs.applying`'s part.
 """
 
 from __future__ import annotations
 
-import difflib
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from ..findings import Edit, Fix
 
 if TYPE_CHECKING:
-    from .file import FileContext
-    from ..analysis.scopes import IndexedCall, Loop
     from ..analysis.calls import Classified
+    from ..analysis.scopes import IndexedCall, Loop
+    from .file import CheckedFile
 
 _UNSAFE_CREATORS = frozenset({"arange", "linspace"})
 
 
-def fresh_name(ctx: FileContext, base: str) -> str:
-    taken = ctx.index.names
+def fresh_name(file: CheckedFile, base: str) -> str:
+    taken = file.index.names
     name, n = base, 2
     while name in taken:
         name, n = f"{base}_{n}", n + 1
@@ -52,9 +50,9 @@ def _loop_chain_ok(call: IndexedCall, loop: Loop) -> bool:
     return all(isinstance(s, (cst.For, cst.While)) for s in stmts[loop.stmt_depth:-1])
 
 
-def hoist_fix(ctx: FileContext, call: IndexedCall, use: Classified) -> Fix | None:
+def hoist_fix(file: CheckedFile, call: IndexedCall, use: Classified) -> Fix | None:
     """Move a loop-invariant copy above the outermost loop it is invariant in."""
-    sem = ctx.sem
+    sem = file.sem
     loops = list(call.loops)
     i = len(loops) - 1
     anchor: cst.CSTNode | None = None
@@ -75,8 +73,8 @@ def hoist_fix(ctx: FileContext, call: IndexedCall, use: Classified) -> Fix | Non
         i -= 1
     if anchor is None:
         return None
-    indent = ctx.indent_of(anchor)
-    insert_at = ctx.offset(ctx.range(anchor).start.line, 0)
+    indent = file.indent_of(anchor)
+    insert_at = file.offset(file.range(anchor).start.line, 0)
     statement = call.stmts[-1] if call.stmts else None
     small = call.small
     if (
@@ -87,28 +85,28 @@ def hoist_fix(ctx: FileContext, call: IndexedCall, use: Classified) -> Fix | Non
         and small.value is call.node
         and len(small.targets) == 1
         and isinstance(small.targets[0].target, cst.Name)
-        and _bound_once(ctx, call, outer, small.targets[0].target.value)
+        and _bound_once(file, call, outer, small.targets[0].target.value)
     ):
-        start, end = ctx.line_span(statement)
-        start = ctx.offset(ctx.range(statement).start.line - len(statement.leading_lines), 0)
-        comments = "".join(f"{indent}{line.comment.value}{ctx.newline}" for line in statement.leading_lines if line.comment)
-        edits = [Edit(insert_at, insert_at, f"{comments}{indent}{ctx.code(small)}{ctx.newline}"), Edit(start, end, "")]
+        start, end = file.line_span(statement)
+        start = file.offset(file.range(statement).start.line - len(statement.leading_lines), 0)
+        comments = "".join(f"{indent}{line.comment.value}{file.newline}" for line in statement.leading_lines if line.comment)
+        edits = [Edit(insert_at, insert_at, f"{comments}{indent}{file.code(small)}{file.newline}"), Edit(start, end, "")]
         parent = call.stmts[-2]
         body = getattr(parent, "body", None)
         if isinstance(body, cst.IndentedBlock) and len(body.body) == 1:
-            edits[1] = Edit(start, end, f"{ctx.indent_of(statement)}pass{ctx.newline}")
+            edits[1] = Edit(start, end, f"{file.indent_of(statement)}pass{file.newline}")
         where = "above the loop"
     else:
         data = use.data
         base = data.value if isinstance(data, cst.Name) else "hoisted"
-        name = fresh_name(ctx, f"{base}_{'dev' if use.kind == 'h2d' else 'host'}")
-        start, end = ctx.span(call.node)
-        edits = [Edit(insert_at, insert_at, f"{indent}{name} = {ctx.code(call.node)}{ctx.newline}"), Edit(start, end, name)]
+        name = fresh_name(file, f"{base}_{'dev' if use.kind == 'h2d' else 'host'}")
+        start, end = file.span(call.node)
+        edits = [Edit(insert_at, insert_at, f"{indent}{name} = {file.code(call.node)}{file.newline}"), Edit(start, end, name)]
         where = f"into `{name}` above the {'loop' if outer is not None else 'statement'}"
-    return ctx.fix(f"Hoist {use.api.display} {where}", "unsafe", edits)
+    return file.fix(f"Hoist {use.api.display} {where}", "unsafe", edits)
 
 
-def _bound_once(ctx: FileContext, call: IndexedCall, loop: Loop, name: str) -> bool:
+def _bound_once(file: CheckedFile, call: IndexedCall, loop: Loop, name: str) -> bool:
     events = loop.scope.events
     binds = [e for e in events[loop.start:loop.end] if e.name == name and e.kind in ("bind", "aug", "del", "store")]
     read_before = any(e.kind == "load" and e.name == name for e in events[loop.start:call.index])
@@ -123,14 +121,14 @@ def _with_arg(call: cst.Call, keyword: str, value: cst.BaseExpression) -> cst.Ca
 
 
 def device_create_fix(
-    ctx: FileContext, call: IndexedCall, use: Classified, inner: cst.Call, creator: str, inner_lib: str,
+    file: CheckedFile, call: IndexedCall, use: Classified, inner: cst.Call, creator: str, inner_lib: str,
     safety: str | None = None,
 ) -> tuple[Fix | None, str]:
     """`cp.asarray(np.zeros(n))` -> `cp.zeros(n)`; `torch.zeros(n).cuda()` -> `torch.zeros(n, device="cuda")`.
 
     `safety` overrides the creator's own (random draws: the device generator gives other numbers).
     """
-    sem = ctx.sem
+    sem = file.sem
     node = call.node
     safety = safety or ("unsafe" if creator in _UNSAFE_CREATORS else "safe")
     api = use.api
@@ -145,10 +143,10 @@ def device_create_fix(
             and node.args[0].keyword is None
         ):
             new = inner.with_changes(func=cst.Attribute(value=func.value, attr=cst.Name(creator)))
-            start, end = ctx.span(node)
-            text = ctx.code(new)
-            return ctx.fix(f"Create with {ctx.code(func.value)}.{creator}", safety, [Edit(start, end, text)]), (
-                f"{ctx.code(func.value)}.{creator}(...)"
+            start, end = file.span(node)
+            text = file.code(new)
+            return file.fix(f"Create with {file.code(func.value)}.{creator}", safety, [Edit(start, end, text)]), (
+                f"{file.code(func.value)}.{creator}(...)"
             )
         if api.library == "jax":
             return None, f"jax.numpy.{creator}(...)"
@@ -157,9 +155,9 @@ def device_create_fix(
             target = "device_array" if creator == "empty" else "device_array_like"
             if isinstance(func, cst.Attribute) and len(node.args) == 1 and node.args[0].keyword is None:
                 new = inner.with_changes(func=cst.Attribute(value=func.value, attr=cst.Name(target)))
-                start, end = ctx.span(node)
-                title = f"Create with {ctx.code(func.value)}.{target}"
-                return ctx.fix(title, "safe", [Edit(start, end, ctx.code(new))]), f"{ctx.code(func.value)}.{target}(...)"
+                start, end = file.span(node)
+                title = f"Create with {file.code(func.value)}.{target}"
+                return file.fix(title, "safe", [Edit(start, end, file.code(new))]), f"{file.code(func.value)}.{target}(...)"
             return None, f"numba.cuda.{target}(...)"
         return None, f"{namespace or api.library}.{creator}(...)"
     # torch: a host factory followed by .cuda() / .to(device)
@@ -173,17 +171,17 @@ def device_create_fix(
         device = node.args[0].value
     elif method == "to" and len(node.args) == 1 and node.args[0].keyword is not None and node.args[0].keyword.value == "device":
         device = node.args[0].value
-    head = ctx.code(inner.func)
+    head = file.code(inner.func)
     if device is None:
         return None, f"{head}(..., device=...)"
     if sem.values.array_lib(device, call.scope) is not None and not _is_device_attr(device):
         # `.to(other)` takes other's device and dtype: say so, and leave the rewrite to the user
-        other = ctx.code(device)
+        other = file.code(device)
         return None, f"{head}(..., device={other}.device, dtype={other}.dtype)"
     new = _with_arg(inner, "device", device)
-    start, end = ctx.span(node)
-    return ctx.fix(f"Create with {head}(..., device={ctx.code(device)})", safety, [Edit(start, end, ctx.code(new))]), (
-        f"{head}(..., device={ctx.code(device)})"
+    start, end = file.span(node)
+    return file.fix(f"Create with {head}(..., device={file.code(device)})", safety, [Edit(start, end, file.code(new))]), (
+        f"{head}(..., device={file.code(device)})"
     )
 
 
@@ -191,18 +189,18 @@ def _is_device_attr(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Attribute) and expr.attr.value == "device"
 
 
-def _string_continuations(ctx: FileContext, node: cst.CSTNode) -> set[int]:
+def _string_continuations(file: CheckedFile, node: cst.CSTNode) -> set[int]:
     """Lines inside `node` that continue a multi-line string (they must keep their indentation)."""
     lines: set[int] = set()
 
     class Strings(cst.CSTVisitor):
         def visit_SimpleString(self, n: cst.SimpleString) -> bool:
-            r = ctx.range(n)
+            r = file.range(n)
             lines.update(range(r.start.line + 1, r.end.line + 1))
             return False
 
         def visit_FormattedString(self, n: cst.FormattedString) -> bool:
-            r = ctx.range(n)
+            r = file.range(n)
             lines.update(range(r.start.line + 1, r.end.line + 1))
             return False
 
@@ -210,59 +208,19 @@ def _string_continuations(ctx: FileContext, node: cst.CSTNode) -> set[int]:
     return lines
 
 
-def wrap_fix(ctx: FileContext, loop_node: cst.CSTNode, region_call: str, title: str) -> Fix:
+def wrap_fix(file: CheckedFile, loop_node: cst.CSTNode, region_call: str, title: str) -> Fix:
     """Put `with region(...):` around a statement loop and indent the loop one level."""
-    unit = ctx.module.default_indent
-    indent = ctx.indent_of(loop_node)
-    r = ctx.range(loop_node)
-    skip = _string_continuations(ctx, loop_node)
-    edits = [Edit(ctx.offset(r.start.line, 0), ctx.offset(r.start.line, 0), f"{indent}with {region_call}:{ctx.newline}")]
+    unit = file.module.default_indent
+    indent = file.indent_of(loop_node)
+    r = file.range(loop_node)
+    skip = _string_continuations(file, loop_node)
+    edits = [Edit(file.offset(r.start.line, 0), file.offset(r.start.line, 0), f"{indent}with {region_call}:{file.newline}")]
     for number in range(r.start.line, r.end.line + 1):
-        start = ctx.offset(number, 0)
+        start = file.offset(number, 0)
         if number in skip:
             continue
-        end = ctx.source.find("\n", start)
-        if not ctx.source[start:(len(ctx.source) if end < 0 else end)].strip():
+        end = file.source.find("\n", start)
+        if not file.source[start:(len(file.source) if end < 0 else end)].strip():
             continue
         edits.append(Edit(start, start, unit))
-    return ctx.fix(title, "unsafe", edits)
-
-
-def _overlaps(a: Edit, b: Edit) -> bool:
-    if a.start == a.end and b.start == b.end:
-        return False  # two insertions at one point both apply, in order
-    if a.start == a.end:
-        return b.start <= a.start < b.end
-    if b.start == b.end:
-        return a.start <= b.start < a.end
-    return a.start < b.end and b.start < a.end
-
-
-def apply_fixes(source: str, fixes: Iterable[Fix]) -> tuple[str, int]:
-    """Apply every fix whose edits overlap no fix applied before it; returns (text, applied count).
-
-    Two findings can carry the same fix (every launch in a loop offers the same
-    region), which applies once.
-    """
-    chosen: list[Edit] = []
-    seen: set[Fix] = set()
-    applied = 0
-    for fix in fixes:
-        if fix in seen or any(_overlaps(e, c) for e in fix.edits for c in chosen):
-            continue
-        seen.add(fix)
-        chosen.extend(fix.edits)
-        applied += 1
-    out = source
-    # Back to front, so offsets stay valid; insertions at one point keep their order.
-    order = sorted(range(len(chosen)), key=lambda k: (chosen[k].start, chosen[k].end, k), reverse=True)
-    for k in order:
-        edit = chosen[k]
-        out = out[: edit.start] + edit.text + out[edit.end :]
-    return out, applied
-
-
-def unified_diff(path: str, before: str, after: str) -> str:
-    return "".join(
-        difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{path}", f"b/{path}")
-    )
+    return file.fix(title, "unsafe", edits)

@@ -16,10 +16,10 @@ from typing import Callable
 
 import libcst as cst
 
-from .file import FileContext
 from ..analysis.loops import walk
-from ..analysis.scopes import Event, IndexedCall, WithItem
 from ..analysis.project import WRITES
+from ..analysis.scopes import Event, IndexedCall, WithItem
+from .file import CheckedFile
 from .registry import check
 
 Handler = Callable[[Event, int], None]
@@ -42,9 +42,9 @@ def replay(events: list[Event], start: int, end: int, handle: Handler, depth: in
 
 
 @check("OFF103")
-def round_trip(ctx: FileContext) -> None:
-    sem = ctx.sem
-    for scope in ctx.index.scopes:
+def round_trip(file: CheckedFile) -> None:
+    sem = file.sem
+    for scope in file.index.scopes:
         origin: dict[str, tuple[int, str]] = {}  # name -> (line of the download, its API)
 
         def handle(event: Event, _: int) -> None:
@@ -54,7 +54,7 @@ def round_trip(ctx: FileContext) -> None:
                 call = sem.names.call_at(value) if how == "=" else None
                 use = sem.calls.classify(call.node, call.scope) if call is not None else None
                 if use is not None and use.kind == "d2h":
-                    origin[name] = (ctx.line(call.node), use.api.display)
+                    origin[name] = (file.line(call.node), use.api.display)
                 else:
                     origin.pop(name, None)
             elif kind in ("aug", "store", "del"):
@@ -64,11 +64,11 @@ def round_trip(ctx: FileContext) -> None:
                 use = sem.calls.classify(call.node, call.scope)
                 moved = _moved_in_place(call)
                 if use is not None and use.kind == "d2h" and moved is not None:
-                    origin[moved] = (ctx.line(call.node), use.api.display)  # model.cpu(): the module moves
+                    origin[moved] = (file.line(call.node), use.api.display)  # model.cpu(): the module moves
                     return
                 if use is not None and use.kind == "h2d" and isinstance(use.data, cst.Name) and use.data.value in origin:
                     line, source_api = origin[use.data.value]
-                    ctx.report(
+                    file.report(
                         "OFF103", call.node, api=use.api.display, array=use.data.value,
                         source_api=source_api, d2h_line=line,
                     )
@@ -90,16 +90,16 @@ def _moved_in_place(call: IndexedCall) -> str | None:
 
 
 @check("OFF202")
-def use_after_move(ctx: FileContext) -> None:
-    sem = ctx.sem
-    for scope in ctx.index.scopes:
+def use_after_move(file: CheckedFile) -> None:
+    sem = file.sem
+    for scope in file.index.scopes:
         moved: dict[str, tuple[int, str, str]] = {}  # name -> (line, param, kernel)
 
         def handle(event: Event, _: int) -> None:
             kind, name = event.kind, event.name
             if kind in ("load", "store", "aug") and name in moved:
                 line, param, kernel = moved.pop(name)
-                ctx.report("OFF202", event.node, array=name, move_line=line, param=param, kernel=kernel)
+                file.report("OFF202", event.node, array=name, move_line=line, param=param, kernel=kernel)
             elif kind in ("bind", "del"):
                 moved.pop(name, None)
             elif kind == "call" and sem.calls.is_offload(event.extra):
@@ -107,7 +107,7 @@ def use_after_move(ctx: FileContext) -> None:
                 sig, pairs = sem.kernels.launch(call)
                 for param, arg in pairs:
                     if sig is not None and param is not None and param.access == "Owned" and isinstance(arg.value, cst.Name):
-                        moved[arg.value.value] = (ctx.line(call.node), param.name, sig.name)
+                        moved[arg.value.value] = (file.line(call.node), param.name, sig.name)
 
         replay(scope.events, 0, len(scope.events), handle)
 
@@ -143,13 +143,13 @@ def _reads_metadata(sem, call: IndexedCall) -> bool:  # type: ignore[no-untyped-
 
 
 @check("OFF203")
-def host_access_in_region(ctx: FileContext) -> None:
-    sem = ctx.sem
-    for scope in ctx.index.scopes:
+def host_access_in_region(file: CheckedFile) -> None:
+    sem = file.sem
+    for scope in file.index.scopes:
         if not any(e.kind == "with" for e in scope.events):
             continue
         exempt: set[int] = set()  # loads that are launch or update arguments, or read metadata only
-        for call in ctx.index.calls:
+        for call in file.index.calls:
             if call.scope is not scope:
                 continue
             use = sem.calls.classify(call.node, scope)
@@ -174,7 +174,7 @@ def host_access_in_region(ctx: FileContext) -> None:
             return None
 
         def line_of(region: _Region) -> int:
-            return ctx.line(region.item.node)
+            return file.line(region.item.node)
 
         def handle(event: Event, index: int) -> None:
             kind = event.kind
@@ -190,14 +190,14 @@ def host_access_in_region(ctx: FileContext) -> None:
                 found = find(event.node)
                 if found and found[1] in found[0].device_newer:
                     region, root = found
-                    ctx.report("OFF203", event.node, access="reads", array=event.name, region_line=line_of(region),
+                    file.report("OFF203", event.node, access="reads", array=event.name, region_line=line_of(region),
                                sync_call=region.sync("update_host", root))
             elif kind in ("store", "aug"):
                 found = find(event.node)
                 if found:
                     region, root = found
                     if root in region.device_newer:
-                        ctx.report("OFF203", event.node, access="writes", array=root, region_line=line_of(region),
+                        file.report("OFF203", event.node, access="writes", array=root, region_line=line_of(region),
                                    sync_call=region.sync("update_host", root))
                     else:
                         region.pending[root] = event.node
@@ -218,7 +218,7 @@ def host_access_in_region(ctx: FileContext) -> None:
                         continue
                     region, root = found
                     if root in region.pending:
-                        ctx.report("OFF203", region.pending.pop(root), access="writes", array=root,
+                        file.report("OFF203", region.pending.pop(root), access="writes", array=root,
                                    region_line=line_of(region), sync_call=region.sync("update_device", root))
                     if param is None or param.access in WRITES:
                         region.device_newer.add(root)

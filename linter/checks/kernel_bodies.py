@@ -12,31 +12,31 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .file import FileContext
 from ..analysis.kernels import signature_of_def
 from ..analysis.loops import MUTATING_METHODS
+from .file import CheckedFile
 from .registry import check
 
 
 @check("OFF204", "OFF205")
-def kernel_bodies(ctx: FileContext) -> None:
-    sem = ctx.sem
+def kernel_bodies(file: CheckedFile) -> None:
+    sem = file.sem
     calls_by_scope: dict[int, list] = {}
-    for call in ctx.index.calls:
+    for call in file.index.calls:
         calls_by_scope.setdefault(id(call.scope), []).append(call)
-    for node, scope in ctx.index.functions:
-        sig = signature_of_def(node, ctx.index.module_name, sem.names.qualify)
+    for node, scope in file.index.functions:
+        sig = signature_of_def(node, file.index.module_name, sem.names.qualify)
         if sig is None:
             continue
         calls_at = {call.index: call for call in calls_by_scope.get(id(scope), [])}
         for param in sig.params:
-            if param.access == "InOut" and ctx.enabled("OFF204"):
+            if param.access == "InOut" and file.enabled("OFF204"):
                 if not _reads(scope.events, param.name):
-                    ctx.report("OFF204", scope.params[param.name].name, param=param.name, kernel=sig.name)
-            elif param.access == "In" and ctx.enabled("OFF205"):
-                write = _first_write(ctx, scope.events, calls_at, param.name)
+                    file.report("OFF204", scope.params[param.name].name, param=param.name, kernel=sig.name)
+            elif param.access == "In" and file.enabled("OFF205"):
+                write = _first_write(file, scope.events, calls_at, param.name)
                 if write is not None:
-                    ctx.report("OFF205", write[0], kernel=sig.name, param=param.name, how=write[1])
+                    file.report("OFF205", write[0], kernel=sig.name, param=param.name, how=write[1])
 
 
 def _live(events: list, name: str):  # type: ignore[no-untyped-def]
@@ -51,7 +51,7 @@ def _reads(events: list, name: str) -> bool:
     return any(e.kind == "load" and e.name == name for _, e in _live(events, name))
 
 
-def _first_write(ctx: FileContext, events: list, calls_at: dict, name: str) -> tuple[cst.CSTNode, str] | None:
+def _first_write(file: CheckedFile, events: list, calls_at: dict, name: str) -> tuple[cst.CSTNode, str] | None:
     for index, event in _live(events, name):
         if event.name == name and event.kind == "store":
             return event.node, "item or attribute assignment"
@@ -73,7 +73,7 @@ def _first_write(ctx: FileContext, events: list, calls_at: dict, name: str) -> t
                     continue
                 if arg.keyword is not None and arg.keyword.value == "out":
                     return node, "out= argument"
-                qualname = ctx.sem.names.qualify(func) or ""
+                qualname = file.sem.names.qualify(func) or ""
                 if k == 0 and arg.keyword is None and qualname.endswith(".copyto"):
                     return node, "copyto destination"
     return None

@@ -14,34 +14,34 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .file import FileContext
-from .fixes import wrap_fix
-from ..findings import Edit, Fix
-from ..analysis.scopes import IndexedCall, Loop
 from ..analysis.project import WRITES
+from ..analysis.scopes import IndexedCall, Loop
+from ..findings import Edit, Fix
+from .file import CheckedFile
+from .fixes import wrap_fix
 from .registry import check
 
 
 @check("OFF102", "OFF201")
-def launches(ctx: FileContext) -> None:
-    sem = ctx.sem
-    for call in ctx.index.calls:
+def launches(file: CheckedFile) -> None:
+    sem = file.sem
+    for call in file.index.calls:
         if not sem.calls.is_offload(call):
             continue
-        if ctx.enabled("OFF201"):
-            _mutable_alias(ctx, call)
-        if call.loop is not None and ctx.enabled("OFF102"):
-            arrays = uncovered(ctx, call, call.loop)
+        if file.enabled("OFF201"):
+            _mutable_alias(file, call)
+        if call.loop is not None and file.enabled("OFF102"):
+            arrays = uncovered(file, call, call.loop)
             if arrays:
-                kernel = ctx.code(call.node.args[0].value) if call.node.args else "?"
-                fix = _region_fix(ctx, call.loop) if call.loop.kind != "comp" else None
+                kernel = file.code(call.node.args[0].value) if call.node.args else "?"
+                fix = _region_fix(file, call.loop) if call.loop.kind != "comp" else None
                 names = ", ".join(a for a, _ in arrays)
-                ctx.report("OFF102", call.node, fix, kernel=kernel, loop_line=ctx.line(call.loop.node), arrays=names)
+                file.report("OFF102", call.node, fix, kernel=kernel, loop_line=file.line(call.loop.node), arrays=names)
 
 
-def uncovered(ctx: FileContext, call: IndexedCall, loop: Loop) -> list[tuple[str, bool]]:
+def uncovered(file: CheckedFile, call: IndexedCall, loop: Loop) -> list[tuple[str, bool]]:
     """(array, only written) for each launch argument no region around `loop` maps, in argument order."""
-    sem, scope = ctx.sem, call.scope
+    sem, scope = file.sem, call.scope
     covered: set[str] = set()
     for item in call.withs[: loop.with_depth]:
         if item.call is not None and sem.calls.is_region(item.call.node):
@@ -65,19 +65,19 @@ def uncovered(ctx: FileContext, call: IndexedCall, loop: Loop) -> list[tuple[str
     return list(out.items())
 
 
-def _region_fix(ctx: FileContext, loop: Loop) -> Fix | None:
+def _region_fix(file: CheckedFile, loop: Loop) -> Fix | None:
     """Wrap the outermost loop in which the arrays stay the same in `with region(...)`."""
-    sem = ctx.sem
+    sem = file.sem
     target = loop
     while target.parent is not None and target.parent.kind != "comp":
-        arrays = _loop_arrays(ctx, target.parent)
+        arrays = _loop_arrays(file, target.parent)
         if not arrays or any(a in sem.loops.rebound(target.parent) for a, _ in arrays):
             break
         target = target.parent
-    arrays = _loop_arrays(ctx, target)
+    arrays = _loop_arrays(file, target)
     if not arrays:
         return None
-    aliases = {q: local for local, q in ctx.index.aliases.items()}
+    aliases = {q: local for local, q in file.index.aliases.items()}
     out_name = aliases.get("offload_core.Out")
     listed = ", ".join(f"{out_name}({a})" if only_out and out_name else a for a, only_out in arrays)
     region_name = aliases.get("offload_core.region")
@@ -88,36 +88,36 @@ def _region_fix(ctx: FileContext, loop: Loop) -> Fix | None:
             region_name = f"{module_alias}.region"
         else:
             region_name = "region"
-            edits.append(_import_region(ctx))
-    wrap = wrap_fix(ctx, target.node, f"{region_name}({listed})", f"Wrap the loop in `with {region_name}({listed}):`")
-    return ctx.fix(wrap.title, "unsafe", [*edits, *wrap.edits])
+            edits.append(_import_region(file))
+    wrap = wrap_fix(file, target.node, f"{region_name}({listed})", f"Wrap the loop in `with {region_name}({listed}):`")
+    return file.fix(wrap.title, "unsafe", [*edits, *wrap.edits])
 
 
-def _loop_arrays(ctx: FileContext, loop: Loop) -> list[tuple[str, bool]]:
+def _loop_arrays(file: CheckedFile, loop: Loop) -> list[tuple[str, bool]]:
     found: dict[str, bool] = {}
     for call in loop.calls:
-        if ctx.sem.calls.is_offload(call):
-            for name, only_out in uncovered(ctx, call, loop):
+        if file.sem.calls.is_offload(call):
+            for name, only_out in uncovered(file, call, loop):
                 found[name] = found.get(name, True) and only_out
     return list(found.items())
 
 
-def _import_region(ctx: FileContext) -> Edit:
+def _import_region(file: CheckedFile) -> Edit:
     """An import line after the module's last top-level import (or at the top)."""
     last = None
-    for statement in ctx.module.body:
+    for statement in file.module.body:
         if isinstance(statement, cst.SimpleStatementLine) and all(
             isinstance(s, (cst.Import, cst.ImportFrom)) for s in statement.body
         ):
             last = statement
     if last is None:
-        return Edit(0, 0, f"from offload_core import region{ctx.newline}")
-    _, end = ctx.line_span(last)
-    return Edit(end, end, f"from offload_core import region{ctx.newline}")
+        return Edit(0, 0, f"from offload_core import region{file.newline}")
+    _, end = file.line_span(last)
+    return Edit(end, end, f"from offload_core import region{file.newline}")
 
 
-def _mutable_alias(ctx: FileContext, call: IndexedCall) -> None:
-    sem = ctx.sem
+def _mutable_alias(file: CheckedFile, call: IndexedCall) -> None:
+    sem = file.sem
     sig, pairs = sem.kernels.launch(call)
     if sig is None:
         return
@@ -127,7 +127,7 @@ def _mutable_alias(ctx: FileContext, call: IndexedCall) -> None:
             continue
         for j, (other, other_root) in enumerate(roots):
             if j != i and other is not None and other_root == root:
-                ctx.report(
+                file.report(
                     "OFF201", call.node, array=root, kernel=sig.name, access=param.access,
                     param=param.name, other=other.name,
                 )

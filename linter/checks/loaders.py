@@ -20,18 +20,18 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .file import FileContext
-from ..findings import Edit
 from ..analysis.scopes import IndexedCall, Loop, Scope, Unpack
+from ..findings import Edit
+from .file import CheckedFile
 from .registry import check
 
 WRAPPERS = frozenset({"enumerate", "tqdm", "zip", "iter", "islice", "trange"})
 
 
 @check("OFF109")
-def loader_copies(ctx: FileContext) -> None:
-    sem = ctx.sem
-    for call in ctx.index.calls:
+def loader_copies(file: CheckedFile) -> None:
+    sem = file.sem
+    for call in file.index.calls:
         qualname = sem.names.qualify(call.node.func) or ""
         if not (qualname.startswith("torch.") and qualname.endswith(".DataLoader")):
             continue
@@ -39,21 +39,21 @@ def loader_copies(ctx: FileContext) -> None:
         name = _bound_name(call)
         if pinned is None or name is None:
             continue
-        for loop in ctx.index.loops:
-            if loop.kind != "for" or not _consumes(ctx, loop, name, call.scope):
+        for loop in file.index.loops:
+            if loop.kind != "for" or not _consumes(file, loop, name, call.scope):
                 continue
-            copies = _batch_copies(ctx, loop)
+            copies = _batch_copies(file, loop)
             if not copies:
                 continue
             if not pinned:
-                ctx.report("OFF109", call.node, _pin_fix(ctx, call), loader_line=ctx.line(call.node),
-                           loop_line=ctx.line(loop.node), how="from pageable memory",
+                file.report("OFF109", call.node, _pin_fix(file, call), loader_line=file.line(call.node),
+                           loop_line=file.line(loop.node), how="from pageable memory",
                            advice="pass pin_memory=True to the DataLoader and copy with .to(device, non_blocking=True)")
                 break
             for copy in copies:  # pinned, but each copy still waits: `.to(device)` without non_blocking
                 if not _non_blocking(copy.node):
-                    ctx.report("OFF109", copy.node, _non_blocking_fix(ctx, copy), loader_line=ctx.line(call.node),
-                               loop_line=ctx.line(loop.node), how="with a blocking copy from pinned memory",
+                    file.report("OFF109", copy.node, _non_blocking_fix(file, copy), loader_line=file.line(call.node),
+                               loop_line=file.line(loop.node), how="with a blocking copy from pinned memory",
                                advice="pass non_blocking=True, so the host queues the step while the copy runs")
             break
 
@@ -89,7 +89,7 @@ def _iterated_name(loop: Loop) -> cst.Name | None:
     return node if isinstance(node, cst.Name) else None
 
 
-def _consumes(ctx: FileContext, loop: Loop, name: str, scope: Scope) -> bool:
+def _consumes(file: CheckedFile, loop: Loop, name: str, scope: Scope) -> bool:
     """Does the loop iterate the loader bound to `name` in `scope`?"""
     iterated = _iterated_name(loop)
     if iterated is None:
@@ -102,7 +102,7 @@ def _consumes(ctx: FileContext, loop: Loop, name: str, scope: Scope) -> bool:
     if param not in function.params or not isinstance(function.node, cst.FunctionDef):
         return False
     positional = [p.name.value for p in (*function.node.params.posonly_params, *function.node.params.params)]
-    for call in ctx.sem.names.calls_of(function):
+    for call in file.sem.names.calls_of(function):
         for k, arg in enumerate(call.node.args):
             hit = (arg.keyword is not None and arg.keyword.value == param) or (
                 arg.keyword is None and not arg.star and k < len(positional) and positional[k] == param)
@@ -120,9 +120,9 @@ def _nested_in(inner: Scope, outer: Scope) -> bool:
     return False
 
 
-def _batch_copies(ctx: FileContext, loop: Loop) -> list[IndexedCall]:
+def _batch_copies(file: CheckedFile, loop: Loop) -> list[IndexedCall]:
     """The host->device copies, inside the loop, of what the loop target holds (the batch)."""
-    sem = ctx.sem
+    sem = file.sem
     targets = {name for name, values in loop.scope.assigns.items()
                for how, value in values if how == "for" and isinstance(value, Unpack)
                and isinstance(loop.node, cst.For) and value.source is loop.node.iter}
@@ -145,20 +145,20 @@ def _non_blocking(call: cst.Call) -> bool:
         a.star == "**" for a in call.args)
 
 
-def _non_blocking_fix(ctx: FileContext, call: IndexedCall):  # type: ignore[no-untyped-def]
+def _non_blocking_fix(file: CheckedFile, call: IndexedCall):  # type: ignore[no-untyped-def]
     node = call.node
-    start, end = ctx.span(node)
-    close = ctx.source.rfind(")", start, end)
+    start, end = file.span(node)
+    close = file.source.rfind(")", start, end)
     if close < 0:
         return None
     text = ", non_blocking=True" if node.args else "non_blocking=True"
-    return ctx.fix("Copy with non_blocking=True", "unsafe", [Edit(close, close, text)])
+    return file.fix("Copy with non_blocking=True", "unsafe", [Edit(close, close, text)])
 
 
-def _pin_fix(ctx: FileContext, call: IndexedCall):  # type: ignore[no-untyped-def]
+def _pin_fix(file: CheckedFile, call: IndexedCall):  # type: ignore[no-untyped-def]
     node = call.node
     if not node.args:
         return None
     last = node.args[-1]
-    start, end = ctx.span(last.value)
-    return ctx.fix("Add pin_memory=True", "unsafe", [Edit(end, end, ", pin_memory=True")])
+    start, end = file.span(last.value)
+    return file.fix("Add pin_memory=True", "unsafe", [Edit(end, end, ", pin_memory=True")])

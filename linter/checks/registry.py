@@ -1,6 +1,6 @@
 """The check registry: rule codes to the functions that report them.
 
-A check is a function of a FileContext that reports through `ctx.report`.
+A check is a function of a CheckedFile that reports through `file.report`.
 One function may serve several codes when they share their work (the
 transfer check classifies each call once for OFF101, OFF105-OFF108); the
 engine runs it once when any of its codes is enabled. The tool diagnostics
@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .file import FileContext
+from .file import CheckedFile
 
-Check = Callable[[FileContext], None]
+Check = Callable[[CheckedFile], None]
 CHECKS: dict[str, Check] = {}
 
 

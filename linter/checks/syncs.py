@@ -31,9 +31,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .file import FileContext
 from ..analysis.scopes import IndexedCall, Loop, Unpack
 from ..analysis.uses import UseFinder
+from .file import CheckedFile
 from .registry import check
 
 TIMERS = frozenset({
@@ -45,26 +45,26 @@ READ_METHODS = frozenset({"item", "tolist"})  # for tensors that may be on the d
 
 
 @check("OFF104", "OFF301", "OFF302")
-def syncs(ctx: FileContext) -> None:
-    sem = ctx.sem
-    conversions = frozenset(ctx.options("OFF104").get("conversions", ()))
-    for call in ctx.index.calls:
+def syncs(file: CheckedFile) -> None:
+    sem = file.sem
+    conversions = frozenset(file.options("OFF104").get("conversions", ()))
+    for call in file.index.calls:
         loop = call.loop
         if loop is None:
             continue
-        read = _read(ctx, call, conversions)
+        read = _read(file, call, conversions)
         if read is not None:
-            _judge_read(ctx, call, loop, *read)
+            _judge_read(file, call, loop, *read)
             continue
         use = sem.calls.classify(call.node, call.scope)
-        if use is not None and use.kind == "sync" and ctx.enabled("OFF104") and _avoidable_wait(ctx, call, loop):
-            ctx.report("OFF104", call.node, api=use.api.display, loop_line=ctx.line(loop.node),
+        if use is not None and use.kind == "sync" and file.enabled("OFF104") and _avoidable_wait(file, call, loop):
+            file.report("OFF104", call.node, api=use.api.display, loop_line=file.line(loop.node),
                        advice="synchronise once after the loop, where the host needs the results")
 
 
-def _read(ctx: FileContext, call: IndexedCall, conversions: frozenset[str]) -> tuple[str, cst.BaseExpression] | None:
+def _read(file: CheckedFile, call: IndexedCall, conversions: frozenset[str]) -> tuple[str, cst.BaseExpression] | None:
     """(what to call it, the device value read) for `.item()`/`.tolist()` or `float()` of a device value."""
-    sem = ctx.sem
+    sem = file.sem
     node = call.node
     use = sem.calls.classify(node, call.scope)
     if use is not None:
@@ -85,43 +85,43 @@ def _read(ctx: FileContext, call: IndexedCall, conversions: frozenset[str]) -> t
     lib = sem.values.array_lib(value, call.scope)
     if lib is None:
         return None
-    if isinstance(value, cst.Call) and _read(ctx, sem.names.call_at(value) or call, conversions) is not None:
+    if isinstance(value, cst.Call) and _read(file, sem.names.call_at(value) or call, conversions) is not None:
         return None  # float(x.item()): the inner read is the sync
     return f"{name}() of a {lib} array", value
 
 
-def _judge_read(ctx: FileContext, call: IndexedCall, loop: Loop, api: str, value: cst.BaseExpression) -> None:
-    sem = ctx.sem
+def _judge_read(file: CheckedFile, call: IndexedCall, loop: Loop, api: str, value: cst.BaseExpression) -> None:
+    sem = file.sem
     if sem.loops.rare_branch(call, loop):
         return
-    element = _element_source(ctx, call, loop, value)
+    element = _element_source(file, call, loop, value)
     if element is not None:
-        if ctx.enabled("OFF302"):
-            ctx.report("OFF302", call.node, api=api, array=element, loop_line=ctx.line(loop.node))
+        if file.enabled("OFF302"):
+            file.report("OFF302", call.node, api=api, array=element, loop_line=file.line(loop.node))
         return
     if sem.values.device_lib(value, call.scope) is None and sem.values.array_lib(value, call.scope) is not None:
         return  # a tensor that may be on the host: only element-wise reads are worth saying
-    if sem.loops.amortised(call, loop, ctx.index.loops):
+    if sem.loops.amortised(call, loop, file.index.loops):
         return  # once per outer iteration (an epoch), around inner loops that do the work
     if sem.loops.invariant_in(call, loop):
-        if ctx.enabled("OFF104"):
-            ctx.report("OFF104", call.node, api=api, loop_line=ctx.line(loop.node),
+        if file.enabled("OFF104"):
+            file.report("OFF104", call.node, api=api, loop_line=file.line(loop.node),
                        advice="nothing it reads changes in the loop, so hoist the read out of the loop")
         return
     statement = call.small or (call.stmts[-1] if call.stmts else None)
     if statement is None:
         return
     purpose = UseFinder(loop.node, sem.names.qualify).of_read(statement, call.node)
-    if purpose == "metric" and ctx.enabled("OFF301"):
-        ctx.report("OFF301", call.node, api=api, loop_line=ctx.line(loop.node))
-    elif purpose == "control" and ctx.enabled("OFF104") and ctx.options("OFF104").get("control-flow", False):
-        ctx.report("OFF104", call.node, api=api, loop_line=ctx.line(loop.node),
+    if purpose == "metric" and file.enabled("OFF301"):
+        file.report("OFF301", call.node, api=api, loop_line=file.line(loop.node))
+    elif purpose == "control" and file.enabled("OFF104") and file.options("OFF104").get("control-flow", False):
+        file.report("OFF104", call.node, api=api, loop_line=file.line(loop.node),
                    advice="the value steers the loop; if that can wait, test it every N iterations")
 
 
-def _element_source(ctx: FileContext, call: IndexedCall, loop: Loop, value: cst.BaseExpression) -> str | None:
+def _element_source(file: CheckedFile, call: IndexedCall, loop: Loop, value: cst.BaseExpression) -> str | None:
     """The device array `value` is one element of, when the loop walks that array (else None)."""
-    sem = ctx.sem
+    sem = file.sem
     node = value
     while True:
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and not node.args:
@@ -142,7 +142,7 @@ def _element_source(ctx: FileContext, call: IndexedCall, loop: Loop, value: cst.
     for how, bound in sem.names.assignments(sem.names.name_of(node), call.scope):
         if how != "for" or not isinstance(bound, Unpack) or not _iterates(loop, bound.source):
             continue
-        source = _iterated_array(ctx, call, bound)
+        source = _iterated_array(file, call, bound)
         if source is not None:
             return source
     return None
@@ -157,8 +157,8 @@ def _iterates(loop: Loop, source: cst.BaseExpression) -> bool:
     return False
 
 
-def _iterated_array(ctx: FileContext, call: IndexedCall, bound: Unpack) -> str | None:
-    sem = ctx.sem
+def _iterated_array(file: CheckedFile, call: IndexedCall, bound: Unpack) -> str | None:
+    sem = file.sem
     source = bound.source
     index = list(bound.index)
     while isinstance(source, cst.Call) and isinstance(source.func, cst.Name) and sem.names.qualify(source.func) in (
@@ -176,15 +176,15 @@ def _iterated_array(ctx: FileContext, call: IndexedCall, bound: Unpack) -> str |
             return None
     if sem.values.array_lib(source, call.scope) is None:
         return None
-    return ctx.code(source)
+    return file.code(source)
 
 
-def _avoidable_wait(ctx: FileContext, call: IndexedCall, loop: Loop) -> bool:
+def _avoidable_wait(file: CheckedFile, call: IndexedCall, loop: Loop) -> bool:
     """A wait that nothing in the loop needs: not for timing, not opted into, not per device or chunk."""
-    sem = ctx.sem
-    if sem.loops.rare_branch(call, loop) or sem.loops.guarded_by_flag(call, loop) or sem.loops.amortised(call, loop, ctx.index.loops):
+    sem = file.sem
+    if sem.loops.rare_branch(call, loop) or sem.loops.guarded_by_flag(call, loop) or sem.loops.amortised(call, loop, file.index.loops):
         return False
-    if _measures_time(ctx, loop):
+    if _measures_time(file, loop):
         return False
     func = call.node.func
     if isinstance(func, cst.Attribute) and sem.names.qualify(func) is None:
@@ -193,9 +193,9 @@ def _avoidable_wait(ctx: FileContext, call: IndexedCall, loop: Loop) -> bool:
     return True
 
 
-def _measures_time(ctx: FileContext, loop: Loop) -> bool:
+def _measures_time(file: CheckedFile, loop: Loop) -> bool:
     """Does the loop read a clock or an event's elapsed time? Then its waits exist to measure."""
-    sem = ctx.sem
+    sem = file.sem
     for other in loop.calls:
         func = other.node.func
         if sem.names.qualify(func) in TIMERS:

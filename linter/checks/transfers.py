@@ -21,41 +21,40 @@ import re
 
 import libcst as cst
 
-from .file import FileContext
-from .fixes import device_create_fix, hoist_fix
-from ..analysis.scopes import IndexedCall
-from ..analysis.scopes import Unpack
 from ..analysis.calls import Classified
+from ..analysis.scopes import IndexedCall, Unpack
 from ..analysis.uses import path_to
+from .file import CheckedFile
+from .fixes import device_create_fix, hoist_fix
 from .registry import check
 
 COLLECTING_METHODS = frozenset({"append", "extend", "insert", "add", "appendleft", "put"})
 
 
 @check("OFF101", "OFF106", "OFF105", "OFF107", "OFF108")
-def transfers(ctx: FileContext) -> None:
-    sem = ctx.sem
-    creators = frozenset(ctx.options("OFF105").get("creators", ()))
-    for call in ctx.index.calls:
+def transfers(file: CheckedFile) -> None:
+    sem = file.sem
+    creators = frozenset(file.options("OFF105").get("creators", ()))
+    for call in file.index.calls:
         use = sem.calls.classify(call.node, call.scope)
         if use is None or use.kind not in ("h2d", "d2h"):
             continue
         if use.kind == "h2d":
-            if creators and ctx.enabled("OFF105") and _host_alloc(ctx, call, use, creators):
+            if creators and file.enabled("OFF105") and _host_alloc(file, call, use, creators):
                 continue
-            if ctx.enabled("OFF107") and _host_random(ctx, call, use):
+            if file.enabled("OFF107") and _host_random(file, call, use):
                 continue
         loop = call.loop
         if loop is None or sem.loops.rare_branch(call, loop):
             continue
-        fields = {"api": use.api.display, "direction": use.direction, "loop_line": ctx.line(loop.node)}
+        fields = {"api": use.api.display, "direction": use.direction, "loop_line": file.line(loop.node)}
         if sem.loops.invariant_in(call, loop) and not _collected(call):
-            fix = hoist_fix(ctx, call, use) if ctx.enabled("OFF101") else None
-            ctx.report("OFF101", call.node, fix, **fields)
-        elif use.kind == "h2d" and use.data is not None and not once(call) and _python_values(ctx, call, use.data):
-            ctx.report("OFF108", call.node, **fields)
+            fix = hoist_fix(file, call, use) if file.enabled("OFF101") else None
+            file.report("OFF101", call.node, fix, **fields)
+        elif use.kind == "h2d" and use.data is not None and not once(call) and _python_values(file, call, use.data):
+            file.report("OFF108", call.node, **fields)
         else:
-            ctx.report("OFF106", call.node, **fields)
+            file.report("OFF106", call.node, **fields)
 
 
 def _collected(call: IndexedCall) -> bool:
@@ -87,12 +86,12 @@ def _collected(call: IndexedCall) -> bool:
 NUMBA_CREATORS = frozenset({"empty", "empty_like"})
 
 
-def _host_alloc(ctx: FileContext, call: IndexedCall, use: Classified, creators: frozenset[str]) -> bool:
+def _host_alloc(file: CheckedFile, call: IndexedCall, use: Classified, creators: frozenset[str]) -> bool:
     """Report OFF105 when the uploaded array was just built on the host; True when reported."""
     data = use.data
     if not isinstance(data, cst.Call):
         return False
-    sem = ctx.sem
+    sem = file.sem
     qualname = sem.names.qualify(data.func)
     if qualname is None:
         return False
@@ -110,8 +109,8 @@ def _host_alloc(ctx: FileContext, call: IndexedCall, use: Classified, creators: 
             inner_lib = "torch"
     if inner_lib is None:
         return False
-    fix, replacement = device_create_fix(ctx, call, use, data, creator, inner_lib)
-    ctx.report("OFF105", call.node, fix, api=use.api.display, creator=qualname, replacement=replacement)
+    fix, replacement = device_create_fix(file, call, use, data, creator, inner_lib)
+    file.report("OFF105", call.node, fix, api=use.api.display, creator=qualname, replacement=replacement)
     return True
 
 
@@ -136,9 +135,9 @@ RANDOM_FILLS = frozenset({"random_", "uniform_", "normal_", "bernoulli_", "expon
 DEVICE_RNG = {"cupy": "cupy.random", "torch": "torch"}
 
 
-def _random_source(ctx: FileContext, call: IndexedCall, data: cst.BaseExpression) -> cst.Call | None:
+def _random_source(file: CheckedFile, call: IndexedCall, data: cst.BaseExpression) -> cst.Call | None:
     """The host random draw `data` is (directly, through a fill method, or by the name's reaching binding)."""
-    sem = ctx.sem
+    sem = file.sem
     from ..analysis.loops import is_random
 
     node = data
@@ -162,19 +161,19 @@ def _random_source(ctx: FileContext, call: IndexedCall, data: cst.BaseExpression
     return None
 
 
-def _host_random(ctx: FileContext, call: IndexedCall, use: Classified) -> bool:
+def _host_random(file: CheckedFile, call: IndexedCall, use: Classified) -> bool:
     """OFF107: numbers drawn by a host generator, then uploaded, where the device library draws them itself."""
     if use.api.library not in DEVICE_RNG or use.data is None or call.loop is None or once(call):
         return False  # drawn once (setup, a warm-up input): the copy is paid once
-    draw = _random_source(ctx, call, use.data)
+    draw = _random_source(file, call, use.data)
     if draw is None:
         return False
-    sem = ctx.sem
+    sem = file.sem
     qualname = sem.names.qualify(draw.func) or ""
     creator = qualname.rpartition(".")[2]
     fix = None
     if use.api.library == "torch" and qualname.startswith("torch.") and draw is use.data:
-        fix, replacement = device_create_fix(ctx, call, use, draw, creator, "torch", safety="unsafe")
+        fix, replacement = device_create_fix(file, call, use, draw, creator, "torch", safety="unsafe")
     elif use.api.library == "torch" and isinstance(draw.func, cst.Attribute):
         fill = draw.func.attr.value  # torch.LongTensor(n).random_(8): fill a tensor made on the device
         replacement = f"a tensor created on the device and filled there (torch.empty(..., device=...).{fill}(...))"
@@ -182,7 +181,7 @@ def _host_random(ctx: FileContext, call: IndexedCall, use: Classified) -> bool:
         replacement = "a torch creator with device= (torch.randn/rand/randint(..., device=...))"
     else:
         replacement = f"cupy.random.{creator}(...)" if qualname.startswith("numpy.random.") else "cupy.random"
-    ctx.report("OFF107", call.node, fix, api=use.api.display, draw=ctx.code(draw.func), replacement=replacement)
+    file.report("OFF107", call.node, fix, api=use.api.display, draw=file.code(draw.func), replacement=replacement)
     return True
 
 
@@ -190,29 +189,29 @@ PYTHON_BUILDERS = frozenset({"builtins.list", "builtins.tuple", "builtins.int", 
                              "builtins.range", "builtins.sorted", "builtins.sum", "builtins.min", "builtins.max"})
 
 
-def _python_values(ctx: FileContext, call: IndexedCall, data: cst.BaseExpression, depth: int = 0) -> bool:
+def _python_values(file: CheckedFile, call: IndexedCall, data: cst.BaseExpression, depth: int = 0) -> bool:
     """Is the uploaded value built from Python numbers and lists (not an array the program computed)?"""
     if depth > 4:
         return False
-    sem = ctx.sem
+    sem = file.sem
     if isinstance(data, (cst.Integer, cst.Float)):
         return True
     if isinstance(data, (cst.List, cst.Tuple)):
-        return all(_python_values(ctx, call, e.value, depth + 1) or sem.values.array_lib(e.value, call.scope) is None
+        return all(_python_values(file, call, e.value, depth + 1) or sem.values.array_lib(e.value, call.scope) is None
                    and not isinstance(e.value, cst.StarredElement) for e in data.elements)
     if isinstance(data, cst.ListComp):
         return sem.values.array_lib(data.elt, call.scope) is None
     if isinstance(data, cst.BinaryOperation):
-        return _python_values(ctx, call, data.left, depth + 1) and _python_values(ctx, call, data.right, depth + 1)
+        return _python_values(file, call, data.left, depth + 1) and _python_values(file, call, data.right, depth + 1)
     if isinstance(data, cst.Call):
         qualname = sem.names.qualify(data.func)
         if qualname in PYTHON_BUILDERS:
             return True
         if isinstance(data.func, cst.Attribute) and qualname is None:
-            return _python_values(ctx, call, data.func.value, depth + 1)  # torch.Tensor([[w]]).long()
+            return _python_values(file, call, data.func.value, depth + 1)  # torch.Tensor([[w]]).long()
         if qualname is not None and qualname.split(".")[0] in ("torch", "numpy") and data.args and \
                 sem.values.array_lib(data, call.scope) is None:
-            return _python_values(ctx, call, data.args[0].value, depth + 1)  # torch.tensor([...]), np.array([...])
+            return _python_values(file, call, data.args[0].value, depth + 1)  # torch.tensor([...]), np.array([...])
         return False
     if isinstance(data, cst.Name):
         bindings = sem.names.assignments(sem.names.name_of(data), call.scope)
@@ -220,7 +219,7 @@ def _python_values(ctx: FileContext, call: IndexedCall, data: cst.BaseExpression
             return False
         for how, value in bindings:
             if how in ("=", "aug") and isinstance(value, cst.BaseExpression):
-                if not _python_values(ctx, call, value, depth + 1):
+                if not _python_values(file, call, value, depth + 1):
                     return False
             elif how == "for" and isinstance(value, Unpack) and not value.index and isinstance(value.source, cst.Call):
                 if sem.names.qualify(value.source.func) != "builtins.range":

@@ -90,8 +90,11 @@ def string_offsets(literal: str) -> list[int]:
     return out
 
 
-class LineIndex:
-    """Offsets of a text as 1-based lines and columns (code points), found by bisection."""
+class FileLines:
+    """Offsets of the .ipynb file's text as 1-based lines and columns (code points), found by bisection.
+
+    (`server.positions.LineIndex` is the editor's view of a text: LSP's line breaks and code units.)
+    """
 
     def __init__(self, text: str) -> None:
         self.starts = [0] + [m.end() for m in re.finditer("\n", text)]

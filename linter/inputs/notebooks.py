@@ -35,8 +35,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from . import jsonspans
 from ..findings import FileResult, Finding
+from . import jsonspans
 from .magics import to_python
 
 SUFFIX = ".ipynb"
@@ -170,7 +170,7 @@ class Notebook:
 
     @staticmethod
     def _build(text: str, bom: bool, document: dict[str, Any]) -> Notebook:
-        lines = jsonspans.LineIndex(text)
+        lines = jsonspans.FileLines(text)
         # duplicate keys: json.loads keeps the last, and so does every walk below
         cells_at = [start for key, start, _ in jsonspans.members(text, 0) if key == "cells"][-1]
         code: list[CodeCell] = []
@@ -314,8 +314,8 @@ class Notebook:
     # -- positions in the file ------------------------------------------------------------
 
     @cached_property
-    def _lines(self) -> jsonspans.LineIndex:
-        return jsonspans.LineIndex(self.text)
+    def _lines(self) -> jsonspans.FileLines:
+        return jsonspans.FileLines(self.text)
 
     def file_position(self, cell_number: int, line: int, column: int) -> tuple[int, int]:
         """Where a cell's line and column sit in the .ipynb file (1-based line, column in code points).

@@ -1,4 +1,9 @@
-"""`--fix` and `--diff`: apply fixes file by file until nothing applicable is left.
+"""Applying fixes: `--fix` and `--diff` apply them file by file until nothing applicable is left.
+
+Three words, three ideas: a rule's *advice* is its prose on how to change
+the code (the catalog's `fix:` text); a *fix* is the change one finding
+offers (`Fix`, made of `Edit`s, built by `checks.fixes`); *applying* puts
+fixes into text and files, here.
 
 Each round applies the non-overlapping applicable fixes of one file, then
 lints the new text again (fresh positions, fresh findings): fixes that
@@ -20,12 +25,13 @@ code.
 
 from __future__ import annotations
 
+import difflib
 import sys
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Iterable
 
-from ..findings import FileResult, Finding, Fix
+from ..findings import Edit, FileResult, Finding, Fix
 from ..inputs.notebooks import Notebook, NotebookFixError
 from .rewrite import write_fixed
 
@@ -36,8 +42,50 @@ if TYPE_CHECKING:
 ROUNDS = 10
 
 
+def _overlaps(a: Edit, b: Edit) -> bool:
+    if a.start == a.end and b.start == b.end:
+        return False  # two insertions at one point both apply, in order
+    if a.start == a.end:
+        return b.start <= a.start < b.end
+    if b.start == b.end:
+        return a.start <= b.start < a.end
+    return a.start < b.end and b.start < a.end
+
+
+def apply_fixes(source: str, fixes: Iterable[Fix]) -> tuple[str, int]:
+    """Apply every fix whose edits overlap no fix applied before it; returns (text, applied count).
+
+    Two findings can carry the same fix (every launch in a loop offers the same
+    region), which applies once.
+    """
+    chosen: list[Edit] = []
+    seen: set[Fix] = set()
+    applied = 0
+    for fix in fixes:
+        if fix in seen or any(_overlaps(e, c) for e in fix.edits for c in chosen):
+            continue
+        seen.add(fix)
+        chosen.extend(fix.edits)
+        applied += 1
+    out = source
+    # Back to front, so offsets stay valid; insertions at one point keep their order.
+    order = sorted(range(len(chosen)), key=lambda k: (chosen[k].start, chosen[k].end, k), reverse=True)
+    for k in order:
+        edit = chosen[k]
+        out = out[: edit.start] + edit.text + out[edit.end :]
+    return out, applied
+
+
+def unified_diff(path: str, before: str, after: str) -> str:
+    return "".join(
+        difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{path}", f"b/{path}")
+    )
+
+
 @dataclass
-class FixOutcome:
+class Applied:
+    """What `--fix` or `--diff` did: findings fixed, files changed, the diff, notes and write failures."""
+
     fixed: int = 0
     files: int = 0
     diff: str = ""
@@ -49,7 +97,7 @@ def _applicable(session: Session, result: FileResult) -> list[Finding]:
     return [f for f in session.visible(result) if not f.suppressed and f.fixable(session.unsafe)]
 
 
-def fix_text(
+def apply_rounds(
     text: str,
     result: FileResult,
     relint: Callable[[str], FileResult],
@@ -61,8 +109,6 @@ def fix_text(
     `accept(text, fix)`, where given, vetoes single fixes (in a notebook: one
     that would rewrite a line of IPython syntax); the others still apply.
     """
-    from ..checks.fixes import apply_fixes
-
     current = result
     for _ in range(ROUNDS):
         fixes = [f.fix for f in applicable(current) if f.fix is not None]
@@ -82,8 +128,6 @@ def fix_text(
 
 def _writable(notebook: Notebook, code: str, fix: Fix) -> bool:
     """Can `fix`, applied to a notebook's Python `code`, be written back (no line of IPython syntax changed)?"""
-    from ..checks.fixes import apply_fixes
-
     try:
         notebook.fixed_sources(apply_fixes(code, [fix])[0])
     except NotebookFixError:
@@ -91,11 +135,10 @@ def _writable(notebook: Notebook, code: str, fix: Fix) -> bool:
     return True
 
 
-def fix_files(session: Session, run: RunResult, write: bool) -> FixOutcome:
+def apply_to_files(session: Session, run: RunResult, write: bool) -> Applied:
     from ..run.engine import lint_text
-    from ..checks.fixes import unified_diff
 
-    outcome = FixOutcome()
+    outcome = Applied()
     for n, result in enumerate(run.results):
         job = run.jobs.get(result.path)
         if job is None or not _applicable(session, result):
@@ -110,7 +153,7 @@ def fix_files(session: Session, run: RunResult, write: bool) -> FixOutcome:
 
         notebook = run.notebooks.get(job.display) if job.cells is not None else None
         accept = partial(_writable, notebook) if notebook is not None else None
-        text, current, note = fix_text(job.text, result, relint, lambda r: _applicable(session, r), accept)
+        text, current, note = apply_rounds(job.text, result, relint, lambda r: _applicable(session, r), accept)
         if note:
             outcome.notes.append(f"{job.display}: {note}")
         if text == job.text:

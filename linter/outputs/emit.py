@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import __version__
-
 from . import formats as reporters
 
 
@@ -52,9 +51,9 @@ def emit(session: Session, run: RunResult) -> int:
     summary = ""
     if args.format == "text":
         summary = reporters.summary(items, unsafe)
-        if session.fixed is not None and session.fixed.fixed:
-            n = session.fixed.fixed
-            summary = f"Fixed {n} finding{'s' if n != 1 else ''} in {session.fixed.files} file{'s' if session.fixed.files != 1 else ''}.\n" + summary
+        if session.applied is not None and session.applied.fixed:
+            n = session.applied.fixed
+            summary = f"Fixed {n} finding{'s' if n != 1 else ''} in {session.applied.files} file{'s' if session.applied.files != 1 else ''}.\n" + summary
     if args.output_file:
         write_report(Path(args.output_file), report)
         if summary:

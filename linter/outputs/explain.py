@@ -65,7 +65,7 @@ def explain_rule(argv: Sequence[str]) -> int:
         f"{rule.id} {rule.name} ({rule.kind}, {rule.severity}, {state}, {fix})\n",
         f"{rule.summary}\n",
         _block("Why it matters", rule.rationale),
-        _block("How to fix it", rule.fix),
+        _block("How to fix it", rule.advice),
     ]
     if rule.options:
         lines = "\n".join(f"{k} = {json.dumps(v)}" for k, v in rule.options.items())

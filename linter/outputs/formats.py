@@ -122,7 +122,7 @@ def sarif(items: Sequence[Item], rules: Mapping[str, Rule], version: str, source
                 "name": r.name,
                 "shortDescription": {"text": r.summary},
                 "fullDescription": {"text": r.rationale},
-                "help": {"text": r.fix},
+                "help": {"text": r.advice},
                 "defaultConfiguration": {"level": _LEVEL[r.severity], "enabled": r.default_enabled},
                 "properties": {"fix_safety": r.fix_safety},
             }

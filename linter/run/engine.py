@@ -31,18 +31,17 @@ import traceback
 
 import libcst as cst
 
-from ..inputs import suppressions
 from ..analysis.apis import ApiIndex
-from ..checks.registry import checks_for
-from ..checks.file import FileContext
-from ..findings import FileResult, Finding
-from ..analysis.walk import build_index
 from ..analysis.project import KernelIndex
-from ..inputs.notebooks import CellMap
 from ..analysis.semantics import Semantics
+from ..analysis.walk import build_index
+from ..checks.file import CheckedFile
+from ..checks.registry import checks_for
 from ..config.rules import RuleSettings, diagnostic
-from ..inputs.source import DecodeError, Decoded, decode
-
+from ..findings import FileResult, Finding
+from ..inputs import suppressions
+from ..inputs.notebooks import CellMap
+from ..inputs.source import Decoded, DecodeError, decode
 
 #: the codes the engine reports itself: a file that cannot be read, parsed, or is too large never reaches a check
 DIAGNOSTICS = ("OFF901", "OFF902", "OFF903")
@@ -166,14 +165,14 @@ def _lint(
     try:
         index = build_index(module, module_name, is_package)
         sem = Semantics(index, apis, kernels or KernelIndex())
-        ctx = FileContext(text, index, sem, settings, cells.label if cells is not None else None)
+        file = CheckedFile(text, index, sem, settings, cells.label if cells is not None else None)
         for fn in checks_for(settings.enabled):
-            fn(ctx)
+            fn(file)
         exports = sem.kernels.exports()
     except Exception as exc:  # a bug in a check (a RecursionError too): the tool's fault, never OFF901
         where = traceback.extract_tb(exc.__traceback__)[-1]
         return FileResult(path, error=f"{type(exc).__name__}: {exc} (at {where.filename}:{where.lineno})")
-    findings = suppressions.apply(ctx.findings, text.splitlines()) if ctx.findings else []
+    findings = suppressions.apply(file.findings, text.splitlines()) if file.findings else []
     findings.sort(key=lambda f: f.sort_key)
     needs = tuple(sorted(sem.kernels.needs.items(), key=lambda kv: kv[0]))
     return FileResult(path, tuple(findings), exports, needs)

@@ -32,13 +32,13 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from ..analysis.apis import ApiIndex
-from .cache import Cache
+from ..analysis.project import KernelIndex
 from ..config.pyproject import Config, matches
+from ..config.rules import RuleSettings, diagnostic
 from ..findings import FileResult
 from ..inputs.notebooks import CellMap, Notebook, NotebookError, is_notebook
-from ..analysis.project import KernelIndex
-from ..config.rules import RuleSettings, diagnostic
 from ..inputs.source import DecodeError, UnreadableError, decode, read_source
+from .cache import Cache
 from .workers import WorkerDied, die_with_parent
 
 _STATE: dict[str, Any] = {}

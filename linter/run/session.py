@@ -17,11 +17,11 @@ from offload_core.catalog import Catalog, load_catalog
 
 from .. import __version__
 from ..analysis.apis import ApiIndex
-from .cache import Cache, fingerprint
 from ..config.pyproject import Config, enabled_codes, load_config
 from ..config.rules import settings_for
 from ..findings import FileResult, Finding
-from .runner import RunResult, Runner, discover
+from .cache import Cache, fingerprint
+from .runner import Runner, RunResult, discover
 
 
 class Session:
@@ -69,7 +69,7 @@ class Session:
             __version__, files, {"enabled": sorted(enabled), "options": {k: dict(v) for k, v in self.settings.options.items()}}
         )
         self.cache = Cache(directory, salt)
-        self.fixed = None  # set by --fix: a FixOutcome
+        self.applied = None  # set by --fix: an Applied
 
     @property
     def unsafe(self) -> bool:

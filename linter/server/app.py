@@ -35,9 +35,10 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from lsprotocol import types
-from offload_core.catalog import CatalogError
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
+
+from offload_core.catalog import CatalogError
 
 from .. import __version__
 from ..config.pyproject import ConfigError

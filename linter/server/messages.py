@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from lsprotocol import types
+
 from offload_core.catalog import Rule
 
 from ..findings import Finding, Fix
@@ -169,7 +170,7 @@ def hover_text(findings: Sequence[Finding], rules: Mapping[str, Rule]) -> str:
             "**Why it matters**",
             rule.rationale.strip(),
             "**How to fix it**",
-            rule.fix.strip(),
+            rule.advice.strip(),
             _fix_line(finding),
         )))
     return "\n\n---\n\n".join(parts)

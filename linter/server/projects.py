@@ -41,12 +41,12 @@ from typing import Mapping, Sequence
 
 from offload_core.catalog import Rule
 
+from ..analysis.project import KernelIndex, KernelSig
 from ..findings import FileResult, Finding, Fix
 from ..inputs.notebooks import Notebook, NotebookFixError
+from ..inputs.source import DecodeError, UnreadableError, decode, read_source
 from ..run.runner import module_name_of
 from ..run.session import Session
-from ..analysis.project import KernelIndex, KernelSig
-from ..inputs.source import DecodeError, UnreadableError, decode, read_source
 
 #: what `Session` reads of the command line: the server's defaults (fixes of both kinds are offered, marked)
 _ARGS = dict(no_cache=False, cache_dir=None, unsafe_fixes=True, show_suppressed=False, jobs=1)
@@ -99,20 +99,20 @@ class Linted:
         Kept once computed: editors ask for code actions at every move of
         the cursor, and each round of fixes lints the text again.
         """
-        from ..outputs.applying import fix_text
+        from ..outputs.applying import apply_rounds
 
         def applicable(result: FileResult) -> list[Finding]:
             return [f for f in self.session.visible(result)
                     if not f.suppressed and f.fix is not None and f.fix.safety == "safe"]
 
         accept = self.writable if self.notebook is not None else None
-        text, _, _ = fix_text(self.text, self.result, self.relint, applicable, accept)
+        text, _, _ = apply_rounds(self.text, self.result, self.relint, applicable, accept)
         return text
 
 
 def applied(text: str, fix: Fix) -> str:
     """`text` with one fix applied."""
-    from ..checks.fixes import apply_fixes
+    from ..outputs.applying import apply_fixes
 
     return apply_fixes(text, [fix])[0]
 

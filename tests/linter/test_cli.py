@@ -269,9 +269,13 @@ def test_no_cache_writes_nothing(tree: Path) -> None:
 
 
 def test_python_dash_m_and_check_subcommand(tree: Path) -> None:
-    proc = run_cli("check", "clean.py", "--no-cache", cwd=tree)
-    assert proc.returncode == 0
-    assert ROOT.exists()
+    """`check` is the default command: the same report and exit code with the word and without it."""
+    clean = run_cli("check", "clean.py", "--no-cache", cwd=tree)
+    assert (clean.returncode, clean.stdout) == (0, "All checks passed.\n")
+    named = run_cli("check", "bad.py", "--no-cache", cwd=tree)
+    default = run_cli("bad.py", "--no-cache", cwd=tree)
+    assert named.returncode == default.returncode == 1
+    assert named.stdout == default.stdout and "bad.py:" in named.stdout
 
 
 def test_sarif_from_the_command_line_validates(tree: Path) -> None:

@@ -27,7 +27,7 @@ def test_foundation_rules_are_present() -> None:
 @pytest.mark.parametrize("rule", list(CATALOG.rules.values()), ids=list(CATALOG.rules))
 def test_every_rule_is_complete_and_its_examples_are_python(rule) -> None:  # type: ignore[no-untyped-def]
     assert rule.path.name == f"{rule.id}-{rule.name}.yaml"
-    assert rule.summary and rule.rationale and rule.fix
+    assert rule.summary and rule.rationale and rule.advice
     assert rule.invalid, "every rule has at least one invalid example"
     for example in rule.invalid + rule.valid:
         if rule.id.startswith("OFF9") and example in rule.invalid:

@@ -15,7 +15,7 @@ import pytest
 
 from linter.run import engine
 
-from .kit import codes, lint, run_cli
+from ..kit import codes, lint, run_cli
 
 # ------------------------------------------------------------------------------------------------
 # False positives

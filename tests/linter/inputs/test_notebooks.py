@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from linter.inputs.notebooks import Notebook, NotebookError, NotebookFixError
 
-from .kit import APIS, CATALOG, DEFAULT, ROOT, run_cli
+from ..kit import APIS, CATALOG, DEFAULT, ROOT, run_cli
 from linter.config.rules import settings_for
 from linter.run.engine import lint_text
 

@@ -8,7 +8,7 @@ import pytest
 
 from linter.config.pyproject import Config, ConfigError, enabled_codes, find_pyproject, load_config, matches
 
-from .kit import CATALOG
+from ..kit import CATALOG
 
 RULES = CATALOG.rules
 

@@ -14,10 +14,10 @@ import pytest
 from linter.config.rules import settings_for
 from linter.run.engine import lint_text
 from linter.findings import Edit, Fix
-from linter.checks.fixes import apply_fixes
-from linter.outputs.applying import fix_text
+from linter.outputs.applying import apply_fixes
+from linter.outputs.applying import apply_rounds
 
-from .kit import APIS, CATALOG
+from ..kit import APIS, CATALOG
 
 DATA = Path(__file__).parent / "data" / "fixes"
 GOLDEN = {
@@ -36,7 +36,7 @@ def _fix(name: str) -> tuple[str, list[int]]:
     def relint(text: str):  # type: ignore[no-untyped-def]
         return lint_text(text, settings, APIS)
 
-    after, result, note = fix_text(before, relint(before), relint, lambda r: [f for f in r.findings if f.fixable(unsafe)])
+    after, result, note = apply_rounds(before, relint(before), relint, lambda r: [f for f in r.findings if f.fixable(unsafe)])
     assert note is None
     return after, [f.line for f in result.findings]
 
@@ -59,7 +59,7 @@ def test_safe_fixes_leave_unsafe_ones_alone() -> None:
     before = (DATA / "off101_hoist.before.py").read_text()
     result = lint_text(before, settings, APIS)
     assert result.findings and all(f.fix is not None and f.fix.safety == "unsafe" for f in result.findings)
-    after, _, _ = fix_text(before, result, lambda t: lint_text(t, settings, APIS), lambda r: [f for f in r.findings if f.fixable(False)])
+    after, _, _ = apply_rounds(before, result, lambda t: lint_text(t, settings, APIS), lambda r: [f for f in r.findings if f.fixable(False)])
     assert after == before
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from .kit import CATALOG, run_cli
+from ..kit import CATALOG, run_cli
 
 LOOP = """\
 import cupy as cp

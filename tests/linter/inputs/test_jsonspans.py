@@ -46,7 +46,7 @@ def test_string_offsets_agree_with_the_decoder_for_any_text(value: str) -> None:
 
 
 def test_line_index_positions_are_one_based_lines_and_columns() -> None:
-    index = jsonspans.LineIndex("ab\ncd\n\nef")
+    index = jsonspans.FileLines("ab\ncd\n\nef")
     assert [index.position(i) for i in (0, 1, 2, 3, 5, 6, 7, 8)] == [
         (1, 1), (1, 2), (1, 3), (2, 1), (2, 3), (3, 1), (4, 1), (4, 2)
     ]

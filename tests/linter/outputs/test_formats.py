@@ -10,9 +10,9 @@ import jsonschema
 from linter.outputs import formats as reporters
 from linter.findings import Edit, Finding, Fix
 
-from .kit import CATALOG, lint
+from ..kit import CATALOG, ROOT, lint
 
-SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "data" / "sarif-schema-2.1.0.json").read_text())
+SCHEMA = json.loads((ROOT / "tests" / "data" / "sarif-schema-2.1.0.json").read_text())
 VALIDATOR = jsonschema.validators.validator_for(SCHEMA)  # the schema says which draft (draft-04)
 
 

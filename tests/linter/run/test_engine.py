@@ -12,7 +12,7 @@ from linter.config.rules import settings_for
 from linter.run.engine import lint_text
 from linter.inputs.notebooks import Notebook
 
-from .kit import APIS, CATALOG, DEFAULT, run_cli
+from ..kit import APIS, CATALOG, DEFAULT, run_cli
 
 BROKEN = "import cupy as cp\n\nd = cp.asarray(x\n"  # 36 bytes, and a syntax error
 

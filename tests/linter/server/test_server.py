@@ -29,7 +29,7 @@ from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
 from offload_core.catalog import load_catalog
 
-from .kit import run_cli
+from ..kit import run_cli
 
 CATALOG = load_catalog()
 WAIT = 120  # seconds: a generous bound on a loaded machine, never a performance figure
@@ -307,7 +307,7 @@ async def test_hover_on_a_finding_shows_the_catalog_text(tmp_path: Path) -> None
         assert hover.contents.kind == types.MarkupKind.Markdown
         text = hover.contents.value
         assert text.startswith("**OFF105 host-alloc-then-upload** (warning)")
-        for part in (diag.message, rule.summary, rule.rationale.strip(), rule.fix.strip(), "Quick fix: Create with cp.zeros"):
+        for part in (diag.message, rule.summary, rule.rationale.strip(), rule.advice.strip(), "Quick fix: Create with cp.zeros"):
             assert part in text
         assert hover.range == diag.range
 

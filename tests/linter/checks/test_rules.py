@@ -19,10 +19,10 @@ from linter.checks.registry import CHECKS
 from linter.config.rules import settings_for
 from linter.run.engine import DIAGNOSTICS, lint_text
 from linter.findings import FileResult
-from linter.outputs.applying import fix_text
+from linter.outputs.applying import apply_rounds
 
-from . import standins
-from .kit import APIS, CATALOG, codes, lint
+from .. import standins
+from ..kit import APIS, CATALOG, codes, lint
 
 STATIC = [r for r in CATALOG.rules.values() if r.kind == "static"]
 CASES = [
@@ -68,7 +68,7 @@ def _fixed(code: str, text: str, options: dict[str, Any], unsafe: bool) -> tuple
         return lint_text(t, settings, APIS)
 
     first = relint(text)
-    after, _, note = fix_text(text, first, relint, lambda r: [f for f in r.findings if f.fixable(unsafe)])
+    after, _, note = apply_rounds(text, first, relint, lambda r: [f for f in r.findings if f.fixable(unsafe)])
     assert note is None, note
     return after, first
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from .kit import run_cli
+from ..kit import run_cli
 
 UPLOAD = "import cupy as cp\nimport numpy as np\n\nz = cp.asarray(np.zeros(8))\n"
 FIXED = "import cupy as cp\nimport numpy as np\n\nz = cp.zeros(8)\n"

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from linter.config.rules import settings_for
 from linter.run.engine import lint_bytes
 
-from .kit import APIS, CATALOG, lint, run_cli
+from ..kit import APIS, CATALOG, lint, run_cli
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 HEADER = "import cupy as cp\nimport numpy as np\nimport torch\nfrom offload_core import *\n"

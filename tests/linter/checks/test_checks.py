@@ -6,7 +6,7 @@ import pytest
 
 from linter.analysis.project import KernelIndex, KernelParam, KernelSig
 
-from .kit import codes, lint
+from ..kit import codes, lint
 
 T = ["OFF101", "OFF106"]
 
