@@ -64,3 +64,5 @@ class FileResult:
     skipped: bool = False  # the prefilter found no known API
     error: str | None = None  # an internal error while checking this file
     source: str | None = field(default=None, compare=False)  # decoded text, kept only when fixing
+    summary: object = None  # its functions for the project's call graph (an analysis.callgraph.Summary)
+    told: tuple[str, ...] = ()  # the functions the project told it were hot (from other files' loops)

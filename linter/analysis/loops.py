@@ -26,6 +26,8 @@ it keeps its own memo of what each loop and call changes.
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from .calls import Calls
@@ -52,6 +54,8 @@ PURE_METHODS = frozenset(
 RANDOM_PREFIXES = ("numpy.random.", "cupy.random.", "cupyx.random.", "random.", "torch.rand", "torch.randn",
                    "torch.randint", "torch.randperm", "torch.normal", "torch.bernoulli", "torch.multinomial",
                    "torch.poisson", "torch.distributions.", "numba.cuda.random.")
+# Helpers whose answer is "now is one of the every-N steps": `u.itstime(...)`, `should_log(step)`.
+PERIODIC_HELPER = re.compile(r"itstime|every|^should_(?:log|save|eval\w*|print|checkpoint|validate|report)$|_due$|^time_to_")
 DEVICE_SWITCHES = frozenset({"torch.cuda.set_device", "cupy.cuda.runtime.setDevice", "numba.cuda.select_device",
                              "jax.default_device"})
 
@@ -195,9 +199,8 @@ class LoopFacts:
 
     def rare_conds(self, conds: tuple[tuple[cst.BaseExpression, bool], ...], loop: Loop) -> bool:
         """`rare_branch` for a statement's enclosing conditions (see there)."""
-        for test, taken in conds:
-            if any(_every_n(comparison) for comparison in _equalities(test, taken)) or _every_n_or_flag(test, taken):
-                return True  # `if step % 500 == 0:` around the loop too: it runs every N steps
+        if self.periodic(conds):
+            return True  # `if step % 500 == 0:` around the loop too: it runs every N steps
         changed = self.changed_in(loop)
         counted = self.counted_in(loop)
         for test, taken in conds[loop.cond_depth:]:
@@ -207,6 +210,19 @@ class LoopFacts:
                 sides = [comparison.left, *(c.comparator for c in comparison.comparisons)]
                 if not all(self.expression_invariant(side, loop, changed) for side in sides):
                     return True
+        return False
+
+    def periodic(self, conds: tuple[tuple[cst.BaseExpression, bool], ...]) -> bool:
+        """A condition true once every N iterations: `step % n == 0`, `last or step % n == 0`, `u.itstime(...)`."""
+        for test, taken in conds:
+            if any(_every_n(comparison) for comparison in _equalities(test, taken)) or _every_n_or_flag(test, taken):
+                return True
+            if taken and isinstance(test, cst.Call):
+                func = test.func
+                name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(
+                    func, cst.Name) else ""
+                if PERIODIC_HELPER.search(name):
+                    return True  # a helper that says when to log or evaluate
         return False
 
     def counted_in(self, loop: Loop) -> frozenset[str]:
@@ -220,7 +236,7 @@ class LoopFacts:
 
     def nests_loops(self, loop: Loop, loops: list[Loop]) -> bool:
         """Does another loop of the same scope run inside this one (an epoch loop around a step loop)?"""
-        return any(other.parent is loop and other.kind != "comp" for other in loops)
+        return any(other.parent is loop and other.kind != "comp" and not _few(other) for other in loops)
 
     def amortised(self, call: IndexedCall, loop: Loop, loops: list[Loop]) -> bool:
         """A sync once per outer iteration: the loop runs inner loops and does no device work of its own.
@@ -261,6 +277,24 @@ class LoopFacts:
                 if event.kind == "call" and not self.pure_call(event.extra):
                     return False
         return True
+
+
+def _few(loop: Loop) -> bool:
+    """A loop over a short literal (`for lut in (a, b)`, `range(3)`): sub-steps of one iteration, not inner work."""
+    node = loop.node
+    if not isinstance(node, cst.For):
+        return False
+    it = node.iter
+    if isinstance(it, (cst.List, cst.Tuple)):
+        return len(it.elements) <= 8
+    if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "range" and len(it.args) == 1:
+        bound = it.args[0].value
+        if isinstance(bound, cst.Integer):
+            return int(bound.value) <= 8
+        name = bound.attr.value if isinstance(bound, cst.Attribute) else bound.value if isinstance(
+            bound, cst.Name) else ""
+        return name in ("ndim", "dim", "ndims", "num_dims", "n_dims")  # one pass per axis
+    return False
 
 
 def walk(node: cst.CSTNode) -> list[cst.CSTNode]:

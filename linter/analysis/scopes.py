@@ -107,6 +107,26 @@ class IndexedCall:
 
 
 @dataclass(eq=False)
+class IndexedNode:
+    """A subscript or a branch (`if`, `while`, `assert`, `raise`) with where it runs: a call's context, no events.
+
+    A `while` is recorded outside its own loop: its test runs once per
+    iteration of it, which is the rules' business, not the index's.
+    """
+
+    node: cst.CSTNode
+    scope: Scope
+    loops: tuple[Loop, ...]  # innermost last, this scope only
+    conds: tuple[tuple[cst.BaseExpression, bool], ...]
+    small: cst.CSTNode | None
+    store: bool = False  # a subscript assigned into (`a[m] = v`, `a[m] += v`)
+
+    @property
+    def loop(self) -> Loop | None:
+        return self.loops[-1] if self.loops else None
+
+
+@dataclass(eq=False)
 class ModuleIndex:
     module: cst.Module
     module_name: str
@@ -118,6 +138,8 @@ class ModuleIndex:
     functions: list[tuple[cst.FunctionDef, Scope]] = field(default_factory=list)  # (def, its own scope)
     names: set[str] = field(default_factory=set)
     call_of: dict[int, IndexedCall] = field(default_factory=dict)  # id(Call node) -> its IndexedCall
+    subscripts: list[IndexedNode] = field(default_factory=list)  # every `a[...]`, loaded or stored into
+    branches: list[IndexedNode] = field(default_factory=list)  # every `if`, `while`, `assert` and `raise`
     renamed: dict[int, str] = field(default_factory=dict)  # id(Name node) -> `y@N` for comprehension variables
 
 
@@ -134,3 +156,24 @@ def root_name(node: cst.CSTNode) -> cst.Name | None:
     while isinstance(node, (cst.Attribute, cst.Subscript)):
         node = node.value
     return node if isinstance(node, cst.Name) else None
+
+
+def target_names(target: cst.CSTNode) -> list[cst.Name]:
+    """The names a `for` or comprehension target binds."""
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in target_names(e.value)]
+    if isinstance(target, cst.StarredElement):
+        return target_names(target.value)
+    return []
+
+
+def imported_module(module_name: str, is_package: bool, relative: int, module: str) -> str:
+    """The absolute module of `from {'.' * relative}{module} import ...` written in `module_name`."""
+    if not relative:
+        return module
+    package = module_name if is_package else module_name.rpartition(".")[0]
+    for _ in range(relative - 1):
+        package = package.rpartition(".")[0]
+    return ".".join(p for p in (package, module) if p)

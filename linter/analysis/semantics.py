@@ -10,7 +10,8 @@ file that has no loop never pays for loop analysis:
 - `values`: which expressions are device arrays (owned by `calls`: the two
   questions recurse into each other);
 - `loops`: what a loop changes, invariance, rare branches;
-- `kernels`: kernel signatures, local and from other files.
+- `kernels`: kernel signatures, local and from other files;
+- `functions`: what each call runs, and which functions run once per iteration.
 
 Device-ness is a small flow-insensitive taint pass per scope: a name is a
 device value of library L when some assignment gives it the result of an L
@@ -23,8 +24,12 @@ is the idiom the rules must leave alone.
 
 from __future__ import annotations
 
+from typing import Mapping
+
 from .apis import ApiIndex
+from .callgraph import Hot
 from .calls import Calls
+from .functions import Functions
 from .kernels import Kernels
 from .loops import LoopFacts
 from .names import Names
@@ -36,10 +41,12 @@ from .values import DeviceValues
 class Semantics:
     """The analysis of one file; create one per lint."""
 
-    def __init__(self, idx: ModuleIndex, apis: ApiIndex, foreign: KernelIndex) -> None:
+    def __init__(self, idx: ModuleIndex, apis: ApiIndex, foreign: KernelIndex, path: str = "",
+                 hot: Mapping[str, Hot] | None = None) -> None:
         self.idx = idx
         self.names = Names(idx, apis)
         self.kernels = Kernels(self.names, foreign)
         self.calls = Calls(self.names, apis)
         self.values: DeviceValues = self.calls.values
         self.loops = LoopFacts(self.names, self.calls, self.kernels)
+        self.functions = Functions(self.names, self.loops, path, hot)

@@ -30,8 +30,13 @@ RECORDING_METHODS = frozenset({
     "debug", "warning", "warn", "write", "set_postfix", "set_description", "record", "put", "push", "insert",
     "appendleft", "observe", "set", "setdefault", "add_text",
 })
+# `storage.put_scalar(...)`, `writer.add_histogram(...)`, `tracker.track(...)`: recorders by their names' look.
+RECORDING_PREFIXES = ("log", "print", "put_scalar", "add_scalar", "record", "track", "report")
+CONTAINER_METHODS = frozenset({"append", "extend", "insert", "appendleft", "add", "put", "push", "setdefault"})
 RECORDING_FUNCTIONS = frozenset({"builtins.print", "logging.info", "logging.debug", "logging.warning", "builtins.str",
                                  "builtins.format", "builtins.repr", "builtins.round"})
+NUMERIC_FUNCTIONS = frozenset({"builtins.max", "builtins.min", "builtins.abs", "builtins.float", "builtins.int",
+                               "math.sqrt", "math.log", "math.exp"})
 CONTROL_FUNCTIONS = frozenset({"builtins.range", "builtins.slice"})
 
 
@@ -48,11 +53,17 @@ def path_to(root: cst.CSTNode, target: cst.CSTNode) -> list[cst.CSTNode] | None:
 
 
 class UseFinder:
-    """Classifies uses of values read inside one loop; `qualify` resolves names as the file imports them."""
+    """Classifies uses of values read inside one loop (or one function that runs per iteration).
 
-    def __init__(self, loop_node: cst.CSTNode, qualify) -> None:  # type: ignore[no-untyped-def]
+    `qualify` resolves names as the file imports them.
+    """
+
+    def __init__(self, loop_node: cst.CSTNode, qualify, kept: bool = True) -> None:  # type: ignore[no-untyped-def]
+        """`kept`: does appending the value to a list count as recording it? Yes for a scalar read (`.item()`);
+        not for a downloaded array, which the host may go on to use after the loop (embeddings, predictions)."""
         self.loop_node = loop_node
         self.qualify = qualify
+        self.kept = kept
 
     def of_read(self, statement: cst.CSTNode, read: cst.CSTNode, depth: int = 0) -> Use:
         """The use of the value `read` (a call or expression) inside `statement` (its small statement)."""
@@ -81,13 +92,17 @@ class UseFinder:
                 qualname = self.qualify(node.func)
                 if qualname in CONTROL_FUNCTIONS:
                     return "control"
+                if qualname in NUMERIC_FUNCTIONS:
+                    continue  # max(n, 1), abs(x): the number goes on to where the result goes
                 if qualname in RECORDING_FUNCTIONS:
                     if qualname in ("builtins.print",):
                         return "metric"
                     continue
                 if isinstance(node.func, cst.Attribute):
                     name = node.func.attr.value
-                    if name in RECORDING_METHODS or name.startswith(("log", "print")):
+                    if name in CONTAINER_METHODS and not self.kept:
+                        return "other"
+                    if name in RECORDING_METHODS or name.startswith(RECORDING_PREFIXES):
                         return "metric"
                     if name == "format":
                         continue
@@ -100,6 +115,8 @@ class UseFinder:
                 targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
                 if all(isinstance(t, cst.Subscript) and _string_key(t) for t in targets):
                     return "metric"  # stats["loss"] = loss.item(): a record under a name
+                targets = [e.value for t in targets for e in (t.elements if isinstance(t, (cst.Tuple, cst.List))
+                                                              else [cst.Element(t)])]  # `a, b = read(...)`
                 names = [t.value for t in targets if isinstance(t, cst.Name)]
                 if len(names) == len(targets) and names and depth < 2:
                     return self._of_names(names, node, depth + 1)
@@ -121,7 +138,7 @@ class UseFinder:
 
     def _loads(self, names: list[str], assignment: cst.CSTNode) -> list[tuple[cst.CSTNode, cst.Name]]:
         out: list[tuple[cst.CSTNode, cst.Name]] = []
-        body = self.loop_node.body if isinstance(self.loop_node, (cst.For, cst.While)) else None
+        body = self.loop_node.body if isinstance(self.loop_node, (cst.For, cst.While, cst.FunctionDef)) else None
         if body is None:
             return out
         for statement in walk(body):

@@ -29,6 +29,7 @@ its memo of classifications after each pass of the solution.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Protocol
 
 import libcst as cst
@@ -44,6 +45,7 @@ HOST_ATTRS = frozenset({
     "training", "names", "layout", "is_leaf", "grad_fn", "flags", "is_sparse", "is_quantized", "is_meta",
     "__class__", "__name__", "__dict__", "mem", "data_ptr", "ptr", "sharding",
     "columns", "dtypes", "name", "names", "axes", "empty",  # data-frame metadata (cuDF)
+    "kind", "char",  # a dtype's letters (`output.kind != "c"`)
 })
 HOST_METHODS = frozenset({
     "size", "dim", "ndimension", "numel", "nelement", "element_size", "data_ptr", "stride", "get_device",
@@ -56,6 +58,18 @@ ANNOTATIONS = {
     "jax.Array": "jax", "jax.numpy.ndarray": "jax", "jax.numpy.DeviceArray": "jax",
     "numba.cuda.cudadrv.devicearray.DeviceNDArray": "numba",
 }
+# Callables whose outputs are the step's device values: models, networks, losses (see `_model_output`).
+MODEL_NAME = re.compile(r"^(?:model|net|network|criterion|loss_fn|loss_func|lossfn|\w+_model|model_\w+|\w+_net|"
+                        r"detector|classifier|encoder|decoder|generator|discriminator|backbone|ddp_model)$")
+# torch functions that return something other than a tensor.
+TORCH_NOT_TENSORS = frozenset({
+    "device", "dtype", "finfo", "iinfo", "no_grad", "enable_grad", "inference_mode", "set_grad_enabled",
+    "is_tensor", "is_floating_point", "is_complex", "get_default_dtype", "set_default_dtype", "manual_seed",
+    "compile", "load", "save", "autocast", "set_printoptions", "numel", "is_grad_enabled", "get_rng_state",
+    "use_deterministic_algorithms", "set_num_threads", "get_num_threads", "broadcast_shapes", "typename",
+    "tensor", "as_tensor", "from_numpy", "asarray",  # without `device=`: built on the host
+})
+JAX_STEP = re.compile(r"^(?:\w+_fn|\w+_step|p_\w+|model|apply_fn)$")
 TENSOR_ATTRS = frozenset({"grad", "data", "weight", "bias"})
 ARRAY_BUILTINS = frozenset({"builtins.abs", "builtins.pow", "builtins.sum", "builtins.min", "builtins.max"})
 # Functions of these modules return host values whatever they are given.
@@ -201,11 +215,19 @@ class DeviceValues:
                 return self._args_taint(call, scope, depth)  # abs(d), sum(d): the array's own __abs__, __add__
             if head in HOST_MODULES:
                 return None
-            return self._args_taint(call, scope, depth)
+            found = self._args_taint(call, scope, depth)
+            if found is None and head == "torch" and qualname.count(".") == 1 and qualname[6:7].islower() \
+                    and qualname[6:] not in TORCH_NOT_TENSORS:
+                return "torch" + MAYBE  # torch.cat(...), torch.where(...): a tensor, wherever its inputs live
+            return found
         if isinstance(func, cst.Name):
             local = self.names.local_function(func.value, scope)
             if local is not None:
                 return self._return_taint(local)
+        if self._model_output(func, scope):
+            return "torch"
+        if "jax" in self.names.libraries and self._jax_step(func):
+            return "jax"
         if isinstance(func, cst.Attribute):
             receiver = self.taint(func.value, scope, depth + 1)
             if receiver is not None:
@@ -213,6 +235,32 @@ class DeviceValues:
             return self._args_taint(call, scope, depth)
         callee = self.taint(func, scope, depth + 1) if isinstance(func, cst.Subscript) else None
         return callee or self._args_taint(call, scope, depth)
+
+    def _model_output(self, func: cst.BaseExpression, scope: Scope) -> bool:
+        """`model(x)`, `self.model(x)`, `criterion(out, y)` in a PyTorch file: what the step computes, on the device.
+
+        Training and inference code hands its models their inputs and takes
+        their outputs and losses as they come; in a file that imports torch
+        those live on the GPU, unless the model was moved to the CPU here.
+        """
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if "torch" not in self.names.libraries or not MODEL_NAME.match(name):
+            return False
+        if isinstance(func, cst.Name):
+            for how, value in self.names.assignments(name, scope):
+                if how == "moved" and isinstance(value, cst.Call) and "cpu" in self.names.idx.module.code_for_node(value):
+                    return False
+        return True
+
+    def _jax_step(self, func: cst.BaseExpression) -> bool:
+        """`self.eval_fn(...)`, `p_train_step(...)`, `predict_fn(...)` in a JAX file: a compiled step's outputs.
+
+        JAX code builds its steps with `jax.jit`/`pmap` in one place and calls
+        them through names like these in another; what they return lives on
+        the device until something downloads it.
+        """
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        return bool(JAX_STEP.match(name))
 
     def _args_taint(self, call: cst.Call, scope: Scope, depth: int) -> str | None:
         """A function or module we do not know, applied to a device value, returns one (certain taints only)."""

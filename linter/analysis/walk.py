@@ -28,6 +28,7 @@ from .scopes import (
     Event,
     EventKind,
     IndexedCall,
+    IndexedNode,
     Loop,
     LoopKind,
     ModuleIndex,
@@ -36,6 +37,8 @@ from .scopes import (
     Unpack,
     WithItem,
     dotted,
+    imported_module,
+    target_names,
 )
 
 
@@ -70,6 +73,9 @@ class Indexer(cst.CSTVisitor):
         self.idx.names.add(name)
         self.scope.bind(name, how, value)
         self._emit("bind", name, node, (how, value))
+
+    def _place(self, node: cst.CSTNode, store: bool = False) -> IndexedNode:
+        return IndexedNode(node, self.scope, tuple(self.loops), tuple(self.conds), self.small, store)
 
     def _in_new_scope(self, scope: Scope, body: list[cst.CSTNode]) -> None:
         saved = (self.scope, self.loops, self.withs, self.stmts, self.small, self.conds)
@@ -120,6 +126,8 @@ class Indexer(cst.CSTVisitor):
         elif isinstance(target, cst.StarredElement):
             self._store_target(target.value, how, None)
         elif isinstance(target, (cst.Subscript, cst.Attribute)):
+            if isinstance(target, cst.Subscript):
+                self.idx.subscripts.append(self._place(target, store=True))
             base = target
             while isinstance(base, (cst.Subscript, cst.Attribute)):
                 if isinstance(base, cst.Subscript):
@@ -176,6 +184,18 @@ class Indexer(cst.CSTVisitor):
         node.value.visit(self)
         return False
 
+    def visit_Subscript(self, node: cst.Subscript) -> bool:
+        self.idx.subscripts.append(self._place(node))
+        return True
+
+    def visit_Assert(self, node: cst.Assert) -> bool:
+        self.idx.branches.append(self._place(node))
+        return True
+
+    def visit_Raise(self, node: cst.Raise) -> bool:
+        self.idx.branches.append(self._place(node))
+        return True
+
     def visit_Import(self, node: cst.Import) -> bool:
         for alias in node.names:
             full = dotted(alias.name)
@@ -189,12 +209,8 @@ class Indexer(cst.CSTVisitor):
         return False
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        module = dotted(node.module) if node.module is not None else ""
-        if node.relative:
-            package = self.idx.module_name if self.is_package else self.idx.module_name.rpartition(".")[0]
-            for _ in range(len(node.relative) - 1):
-                package = package.rpartition(".")[0]
-            module = ".".join(p for p in (package, module) if p)
+        module = imported_module(self.idx.module_name, self.is_package, len(node.relative),
+                                 dotted(node.module) if node.module is not None else "")
         if isinstance(node.names, cst.ImportStar):
             self.idx.star_imports.append(module)
             return False
@@ -289,6 +305,7 @@ class Indexer(cst.CSTVisitor):
         return False
 
     def visit_While(self, node: cst.While) -> bool:
+        self.idx.branches.append(self._place(node))
         loop = self._loop_start(node, "while")
         node.test.visit(self)
         node.body.visit(self)
@@ -302,7 +319,7 @@ class Indexer(cst.CSTVisitor):
             for_in.iter.visit(self)  # the outermost iterable runs once, outside the loop
         loop = self._loop_start(for_in, "comp")
         self._comp_counter += 1
-        self.comp_names.append({n.value: f"{n.value}@{self._comp_counter}" for n in _target_names(for_in.target)})
+        self.comp_names.append({n.value: f"{n.value}@{self._comp_counter}" for n in target_names(for_in.target)})
         self._store_target(for_in.target, "for", for_in.iter)
         for cond in for_in.ifs:
             cond.test.visit(self)
@@ -315,17 +332,11 @@ class Indexer(cst.CSTVisitor):
         self._loop_end(loop)
         self.comp_names.pop()
 
-    def visit_ListComp(self, node: cst.ListComp) -> bool:
+    def visit_ListComp(self, node: cst.ListComp | cst.SetComp | cst.GeneratorExp) -> bool:
         self._comprehension(node.for_in, [node.elt], True)
         return False
 
-    def visit_SetComp(self, node: cst.SetComp) -> bool:
-        self._comprehension(node.for_in, [node.elt], True)
-        return False
-
-    def visit_GeneratorExp(self, node: cst.GeneratorExp) -> bool:
-        self._comprehension(node.for_in, [node.elt], True)
-        return False
+    visit_SetComp = visit_GeneratorExp = visit_ListComp
 
     def visit_DictComp(self, node: cst.DictComp) -> bool:
         self._comprehension(node.for_in, [node.key, node.value], True)
@@ -345,6 +356,7 @@ class Indexer(cst.CSTVisitor):
         return False
 
     def visit_If(self, node: cst.If) -> bool:
+        self.idx.branches.append(self._place(node))
         node.test.visit(self)
         self.conds.append((node.test, True))
         node.body.visit(self)
@@ -475,16 +487,6 @@ class Indexer(cst.CSTVisitor):
         self._in_new_scope(scope, list(body))
         self._bind(node.name.value, node.name, "def", node)
         return False
-
-
-def _target_names(target: cst.CSTNode) -> list[cst.Name]:
-    if isinstance(target, cst.Name):
-        return [target]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for e in target.elements for n in _target_names(e.value)]
-    if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
-    return []
 
 
 def build_index(module: cst.Module, module_name: str = "__main__", is_package: bool = False) -> ModuleIndex:

@@ -2,4 +2,5 @@
 
 from __future__ import annotations
 
-from . import collectives, flow, kernel_bodies, launches, loaders, syncs, transfers  # noqa: F401  (registration)
+from . import branches, collectives, flow, kernel_bodies, launches, loaders, masks, syncs, transfers  # noqa: F401
+# (importing a check module registers its checks)

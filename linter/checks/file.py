@@ -7,7 +7,9 @@ the deep copy MetadataWrapper makes by default, so the nodes the index
 recorded are the nodes the positions are keyed by.
 
 Message fields named `*_line` (the loop at line {loop_line}) are line
-numbers; in a notebook `line_label` turns them into a cell's terms.
+numbers; in a notebook `line_label` turns them into a cell's terms. A rule
+that reports per iteration says where with `{where}`: "iteration of the
+loop at line 12" from `loop_line`, or a hot function's call (`where_text`).
 """
 
 from __future__ import annotations
@@ -38,6 +40,11 @@ class CheckedFile:
         self._positions: Mapping[cst.CSTNode, CodeRange] | None = None
         self._line_starts: list[int] | None = None
         self._seen: set[tuple[str, int, int]] = set()
+
+    @property
+    def path(self) -> str:
+        """The file's path as the run shows it."""
+        return self.sem.functions.path
 
     def enabled(self, *codes: str) -> bool:
         return any(c in self.settings.enabled for c in codes)
@@ -100,6 +107,8 @@ class CheckedFile:
         self._seen.add(key)
         if self.line_label is not None:  # a notebook: "line 12" of the joined cells is "line 2 of cell 3"
             fields = {k: self.line_label(v) if k.endswith("_line") and isinstance(v, int) else v for k, v in fields.items()}
+        if "where" not in fields and "loop_line" in fields:
+            fields["where"] = f"iteration of the loop at line {fields['loop_line']}"
         message = self.settings.rules[code].format(**fields)
         self.findings.append(
             Finding(code, r.start.line, r.start.column + 1, r.end.line, r.end.column + 1, message, fix)

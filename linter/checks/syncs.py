@@ -34,6 +34,7 @@ import libcst as cst
 from ..analysis.scopes import IndexedCall, Loop, Unpack
 from ..analysis.uses import UseFinder
 from .file import CheckedFile
+from .iteration import Iteration, iteration_of
 from .registry import check
 
 TIMERS = frozenset({
@@ -49,17 +50,26 @@ def syncs(file: CheckedFile) -> None:
     sem = file.sem
     conversions = frozenset(file.options("OFF104").get("conversions", ()))
     for call in file.index.calls:
-        loop = call.loop
-        if loop is None:
+        it = iteration_of(file, call)
+        if it is None:
             continue
         read = _read(file, call, conversions)
+        if read is None and it.hot is not None:
+            read = _tensor_read(file, call)
         if read is not None:
-            _judge_read(file, call, loop, *read)
+            if it.loop is not None:
+                _judge_read(file, call, it.loop, *read)
+            else:
+                _judge_read_per_call(file, call, it, *read)
             continue
         use = sem.calls.classify(call.node, call.scope)
-        if use is not None and use.kind == "sync" and file.enabled("OFF104") and _avoidable_wait(file, call, loop):
-            file.report("OFF104", call.node, api=use.api.display, loop_line=file.line(loop.node),
-                       advice="synchronise once after the loop, where the host needs the results")
+        if use is not None and use.kind == "d2h" and use.api.library == "jax" or _is_device_get(file, call):
+            _metric_download(file, call, it, use.api.display if use is not None else "jax.device_get")
+            continue
+        if use is not None and use.kind == "sync" and file.enabled("OFF104") and _avoidable_wait(file, call, it):
+            file.report("OFF104", call.node, api=use.api.display, where=it.where(file),
+                        advice=("synchronise once after the loop, where the host needs the results" if it.loop
+                                else "synchronise where the host needs the results, not on every call"))
 
 
 def _read(file: CheckedFile, call: IndexedCall, conversions: frozenset[str]) -> tuple[str, cst.BaseExpression] | None:
@@ -90,6 +100,66 @@ def _read(file: CheckedFile, call: IndexedCall, conversions: frozenset[str]) -> 
     return f"{name}() of a {lib} array", value
 
 
+def _is_device_get(file: CheckedFile, call: IndexedCall) -> bool:
+    return file.sem.names.qualify(call.node.func) == "jax.device_get"
+
+
+def _metric_download(file: CheckedFile, call: IndexedCall, it: Iteration, api: str) -> None:
+    """`jax.device_get(...)`, `np.array(x)` of a JAX array, per iteration, only to be summed or logged: OFF301.
+
+    JAX dispatches asynchronously; a download blocks the host until the
+    value exists, so the next step cannot be queued meanwhile. A download
+    the host goes on to use (an argument of other work) is a copy, the copy
+    rules' business; only the metric use is said here.
+    """
+    if not file.enabled("OFF301") or (it.loop is not None and file.sem.loops.rare_branch(call, it.loop)):
+        return
+    statement = call.small or (call.stmts[-1] if call.stmts else None)
+    if statement is None:
+        return
+    purpose = UseFinder(it.body, file.sem.names.qualify, kept=False).of_read(statement, call.node)
+    if purpose == "metric":
+        file.report("OFF301", call.node, api=api, where=it.where(file),
+                    advice="keep the device results (a list, or a running sum) and `jax.device_get` them once "
+                           "per log interval")
+
+
+def _tensor_read(file: CheckedFile, call: IndexedCall) -> tuple[str, cst.BaseExpression] | None:
+    """`x.item()`/`x.tolist()` in a PyTorch file's per-step function, of anything not built by NumPy.
+
+    A loss or a `forward` gets its tensors from its callers; nothing in the
+    file says where they live, and in the step of a GPU model they live on
+    the GPU. A value that comes from NumPy is a host array and is left alone.
+    """
+    node = call.node
+    func = node.func
+    if not file.sem.functions.torch or not isinstance(func, cst.Attribute) or node.args:
+        return None
+    if func.attr.value not in READ_METHODS or _from_numpy(file, func.value, call):
+        return None
+    return f"torch .{func.attr.value}()", func.value
+
+
+def _from_numpy(file: CheckedFile, expr: cst.BaseExpression, call: IndexedCall) -> bool:
+    """Does the receiver chain start at a NumPy call or a name bound to one?"""
+    sem = file.sem
+    while True:
+        if isinstance(expr, cst.Call):
+            qualname = sem.names.qualify(expr.func)
+            if qualname is not None:
+                return qualname.split(".")[0] == "numpy"
+            if isinstance(expr.func, cst.Attribute):
+                expr = expr.func.value
+                continue
+            return False
+        if isinstance(expr, (cst.Attribute, cst.Subscript)):
+            expr = expr.value
+            continue
+        if isinstance(expr, cst.Name):
+            return sem.names.is_host_array(sem.names.name_of(expr), call.scope)
+        return False
+
+
 def _judge_read(file: CheckedFile, call: IndexedCall, loop: Loop, api: str, value: cst.BaseExpression) -> None:
     sem = file.sem
     if sem.loops.rare_branch(call, loop):
@@ -113,10 +183,41 @@ def _judge_read(file: CheckedFile, call: IndexedCall, loop: Loop, api: str, valu
         return
     purpose = UseFinder(loop.node, sem.names.qualify).of_read(statement, call.node)
     if purpose == "metric" and file.enabled("OFF301"):
-        file.report("OFF301", call.node, api=api, loop_line=file.line(loop.node))
+        file.report("OFF301", call.node, api=api, loop_line=file.line(loop.node), advice=metric_advice(file, value, call))
     elif purpose == "control" and file.enabled("OFF104") and file.options("OFF104").get("control-flow", False):
         file.report("OFF104", call.node, api=api, loop_line=file.line(loop.node),
                    advice="the value steers the loop; if that can wait, test it every N iterations")
+
+
+def _judge_read_per_call(file: CheckedFile, call: IndexedCall, it: Iteration, api: str,
+                         value: cst.BaseExpression) -> None:
+    """A read in a function that runs once per iteration (a loss, a `forward`): the metric reads only.
+
+    A tensor of unknown placement counts here: in a function a training or
+    inference step runs, PyTorch tensors live where the model does.
+    """
+    sem = file.sem
+    lib = sem.values.device_lib(value, call.scope) or sem.values.array_lib(value, call.scope)
+    if lib is None or (sem.values.device_lib(value, call.scope) is None and lib != "torch"):
+        return
+    statement = call.small or (call.stmts[-1] if call.stmts else None)
+    if statement is None:
+        return
+    purpose = UseFinder(it.body, sem.names.qualify).of_read(statement, call.node)
+    if purpose == "metric" and file.enabled("OFF301"):
+        file.report("OFF301", call.node, api=api, where=it.where(file), advice=metric_advice(file, value, call))
+
+
+def metric_advice(file: CheckedFile, value: cst.BaseExpression, call: IndexedCall) -> str:
+    """How to keep a metric on the device, in the terms of the library the value belongs to."""
+    lib = file.sem.values.array_lib(value, call.scope) or ""
+    if lib == "jax":
+        return "keep the device results (a list, or a running sum) and `jax.device_get` them once per log interval"
+    if lib == "cupy":
+        return "add it up on the device (a CuPy scalar, `total += x`) and read it once per log interval"
+    if lib == "numba":
+        return "add it up on the device and copy the total back once per log interval"
+    return "add it up on the device (`total += loss.detach()`) and read it once per log interval"
 
 
 def _element_source(file: CheckedFile, call: IndexedCall, loop: Loop, value: cst.BaseExpression) -> str | None:
@@ -179,12 +280,15 @@ def _iterated_array(file: CheckedFile, call: IndexedCall, bound: Unpack) -> str 
     return file.code(source)
 
 
-def _avoidable_wait(file: CheckedFile, call: IndexedCall, loop: Loop) -> bool:
+def _avoidable_wait(file: CheckedFile, call: IndexedCall, it: Iteration) -> bool:
     """A wait that nothing in the loop needs: not for timing, not opted into, not per device or chunk."""
     sem = file.sem
+    loop = it.loop
+    if loop is None:  # a hot function: a wait there that does not time anything
+        return not _measures_time(file, [c for c in file.index.calls if c.scope is it.scope])
     if sem.loops.rare_branch(call, loop) or sem.loops.guarded_by_flag(call, loop) or sem.loops.amortised(call, loop, file.index.loops):
         return False
-    if _measures_time(file, loop):
+    if _measures_time(file, loop.calls):
         return False
     func = call.node.func
     if isinstance(func, cst.Attribute) and sem.names.qualify(func) is None:
@@ -193,10 +297,10 @@ def _avoidable_wait(file: CheckedFile, call: IndexedCall, loop: Loop) -> bool:
     return True
 
 
-def _measures_time(file: CheckedFile, loop: Loop) -> bool:
-    """Does the loop read a clock or an event's elapsed time? Then its waits exist to measure."""
+def _measures_time(file: CheckedFile, calls: list[IndexedCall]) -> bool:
+    """Do these calls read a clock or an event's elapsed time? Then the waits among them exist to measure."""
     sem = file.sem
-    for other in loop.calls:
+    for other in calls:
         func = other.node.func
         if sem.names.qualify(func) in TIMERS:
             return True

@@ -131,7 +131,8 @@ def _neutralise(line: str) -> str | None:
     assign = _ASSIGN.match(stripped) if "!" in stripped or "%" in stripped else None
     if assign is not None:
         return indent + assign.group("target") + "0" + ending
-    auto = _AUTOMAGIC.match(stripped) if stripped.split(None, 1)[0] in AUTOMAGIC else None
+    words = stripped.split(None, 1)  # empty for a line of Unicode spaces (`\x85`) that lstrip(" \t") kept
+    auto = _AUTOMAGIC.match(stripped) if words and words[0] in AUTOMAGIC else None
     if auto is not None and auto.group("word") in AUTOMAGIC and not _PYTHONIC_REST.match(auto.group("rest")):
         try:
             ast.parse(stripped)

@@ -28,10 +28,12 @@ from __future__ import annotations
 import ast
 import gc
 import traceback
+from typing import Mapping
 
 import libcst as cst
 
 from ..analysis.apis import ApiIndex
+from ..analysis.callgraph import Hot
 from ..analysis.project import KernelIndex
 from ..analysis.semantics import Semantics
 from ..analysis.walk import build_index
@@ -94,8 +96,12 @@ def lint_text(
     is_package: bool = False,
     prefilter: bool = True,
     cells: CellMap | None = None,
+    hot: Mapping[str, Hot] | None = None,
 ) -> FileResult:
     """Lint one file's text; for a notebook, `text` is its cells' Python and `cells` their map.
+
+    `hot` is what the project knows of functions other files run once per
+    iteration (the runner's call graph); the file adds what it sees itself.
 
     Python's cyclic garbage collector is paused meanwhile: a LibCST tree is
     hundreds of thousands of objects, none of them garbage while the file is
@@ -105,7 +111,7 @@ def lint_text(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        result = _lint(text, settings, apis, kernels, path, module_name, is_package, prefilter, cells)
+        result = _lint(text, settings, apis, kernels, path, module_name, is_package, prefilter, cells, hot)
     finally:
         if collecting:
             gc.enable()
@@ -145,6 +151,7 @@ def _lint(
     is_package: bool,
     prefilter: bool,
     cells: CellMap | None,
+    hot: Mapping[str, Hot] | None,
 ) -> FileResult:
     if prefilter and not apis.mentions_api(text):
         return FileResult(path, skipped=True)
@@ -164,18 +171,20 @@ def _lint(
         return FileResult(path, _syntax_error(settings, text, line, column, message))
     try:
         index = build_index(module, module_name, is_package)
-        sem = Semantics(index, apis, kernels or KernelIndex())
+        sem = Semantics(index, apis, kernels or KernelIndex(), path, hot)
         file = CheckedFile(text, index, sem, settings, cells.label if cells is not None else None)
         for fn in checks_for(settings.enabled):
             fn(file)
         exports = sem.kernels.exports()
+        summary = sem.functions.summary()
+        told = sem.functions.told()
     except Exception as exc:  # a bug in a check (a RecursionError too): the tool's fault, never OFF901
         where = traceback.extract_tb(exc.__traceback__)[-1]
         return FileResult(path, error=f"{type(exc).__name__}: {exc} (at {where.filename}:{where.lineno})")
     findings = suppressions.apply(file.findings, text.splitlines()) if file.findings else []
     findings.sort(key=lambda f: f.sort_key)
     needs = tuple(sorted(sem.kernels.needs.items(), key=lambda kv: kv[0]))
-    return FileResult(path, tuple(findings), exports, needs)
+    return FileResult(path, tuple(findings), exports, needs, summary=summary, told=told)
 
 
 def lint_bytes(

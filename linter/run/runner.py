@@ -10,7 +10,11 @@ Kernel signatures cross files in two waves: files that mention `kernel`
 the KernelIndex the other files are linted with. A first-wave file that
 itself imports a kernel from another first-wave file is linted again once
 the index is complete, as is a cached result whose imported kernels have
-changed since (`needs`). Under pre-commit (`PRE_COMMIT=1`), which already
+changed since (`needs`). Functions cross files the same way: every result
+carries its file's call-graph summary; once all are in, the project's hot
+functions are computed (`callgraph.hot_functions`), and a file whose
+functions that graph makes hot, beyond what the file saw itself, is linted
+again with them (`told` says which it was linted with). Under pre-commit (`PRE_COMMIT=1`), which already
 runs hooks in parallel, the pool is not used.
 
 A notebook (`.ipynb`) is read here too: its code cells become one Python
@@ -27,11 +31,12 @@ import re
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..analysis.apis import ApiIndex
+from ..analysis.callgraph import Hot, Summary, hot_functions
 from ..analysis.project import KernelIndex
 from ..config.pyproject import Config, matches
 from ..config.rules import RuleSettings, diagnostic
@@ -180,7 +185,7 @@ def _init_worker(settings: RuleSettings, apis: ApiIndex, parent: int | None = No
     _STATE["apis"] = apis
 
 
-def _lint_job(job: Job, sigs: dict) -> FileResult:  # type: ignore[type-arg]
+def _lint_job(job: Job, sigs: dict, hot: Mapping[str, Hot] | None = None) -> FileResult:  # type: ignore[type-arg]
     from .engine import lint_text  # LibCST loads only when a file needs parsing
     kernels = _STATE.get("kernels")
     if kernels is None or _STATE.get("sigs") is not sigs:
@@ -188,17 +193,20 @@ def _lint_job(job: Job, sigs: dict) -> FileResult:  # type: ignore[type-arg]
         _STATE["kernels"], _STATE["sigs"] = kernels, sigs
     return lint_text(
         job.text, _STATE["settings"], _STATE["apis"], kernels,
-        path=job.display, module_name=job.module_name, is_package=job.is_package, cells=job.cells,
+        path=job.display, module_name=job.module_name, is_package=job.is_package, cells=job.cells, hot=hot,
     )
 
 
-def _lint_chunk(chunk: list[Job], sigs: dict) -> list[FileResult]:  # type: ignore[type-arg]
-    return [_lint_job(job, sigs) for job in chunk]
+def _lint_chunk(chunk: list[Job], sigs: dict, hots: Mapping[str, Mapping[str, Hot]]) -> list[FileResult]:  # type: ignore[type-arg]
+    return [_lint_job(job, sigs, hots.get(job.display)) for job in chunk]
 
 
 class Runner:
-    def __init__(self, settings: RuleSettings, apis: ApiIndex, cache: Cache, jobs: int, progress: bool) -> None:
+    def __init__(self, settings: RuleSettings, apis: ApiIndex, cache: Cache, jobs: int, progress: bool,
+                 drives: Callable[[str], bool] = lambda path: True) -> None:
+        """`drives(path)`: may this file's loops make other files' functions hot (no for a test's loops)?"""
         self.settings = settings
+        self.drives = drives
         self.apis = apis
         self.cache = cache
         self.jobs = max(1, jobs)
@@ -214,10 +222,13 @@ class Runner:
         if self._pool is not None:
             self._pool.shutdown(cancel_futures=True)
 
-    def _map(self, jobs: list[Job], sigs: dict) -> list[FileResult]:  # type: ignore[type-arg]
+    def _map(self, jobs: list[Job], sigs: dict,  # type: ignore[type-arg]
+             hots: Mapping[str, Mapping[str, Hot]] | None = None) -> list[FileResult]:
+        hots = hots or {}
         if self.jobs == 1 or len(jobs) < 8:
             _init_worker(self.settings, self.apis)
-            return [r for i, job in enumerate(jobs) if (r := self._tick(_lint_job(job, sigs), i, len(jobs)))]
+            return [r for i, job in enumerate(jobs)
+                    if (r := self._tick(_lint_job(job, sigs, hots.get(job.display)), i, len(jobs)))]
         if self._pool is None:
             method = "fork" if sys.platform.startswith("linux") else "spawn"
             self._pool = ProcessPoolExecutor(
@@ -226,9 +237,10 @@ class Runner:
             )
         size = max(1, min(64, len(jobs) // (self.jobs * 4)))
         chunks = [jobs[i:i + size] for i in range(0, len(jobs), size)]
+        parts = [{job.display: hots[job.display] for job in chunk if job.display in hots} for chunk in chunks]
         out: list[FileResult] = []
         try:
-            for chunk_result in self._pool.map(_lint_chunk, chunks, [sigs] * len(chunks)):
+            for chunk_result in self._pool.map(_lint_chunk, chunks, [sigs] * len(chunks), parts):
                 out.extend(chunk_result)
                 self._tick(None, len(out) - 1, len(jobs))
         except BrokenProcessPool:
@@ -310,6 +322,10 @@ class Runner:
         redo = second + stale
         fresh.update(zip((j.display for j in redo), self._map(redo, sigs)))
         done.update(fresh)
+        hots = _project_hot(done, self.drives)
+        told = [j for j in candidates if tuple(sorted(hots.get(j.display, {}))) != done[j.display].told]
+        fresh.update(zip((j.display for j in told), self._map(told, sigs, hots)))
+        done.update(fresh)
         out.cached = len(candidates) - len(fresh)
         for job in candidates:
             if job.display in fresh:
@@ -317,6 +333,22 @@ class Runner:
             out.results.append(done[job.display])
         out.index = index
         return out
+
+
+def _project_hot(done: Mapping[str, FileResult], drives: Callable[[str], bool]) -> dict[str, dict[str, Hot]]:
+    """Per file, its functions that other files' loops or roles make hot (what its own summary cannot see).
+
+    A test's loops run a function over a few cases, not once per step of
+    real work: files `drives` refuses give the graph their edges but no roots.
+    """
+    summaries = {path: r.summary for path, r in done.items() if isinstance(r.summary, Summary)}
+    hot = hot_functions(s if drives(path) else replace(s, roots=()) for path, s in summaries.items())
+    out: dict[str, dict[str, Hot]] = {}
+    for path, summary in summaries.items():
+        mine = {q: hot[q] for q in summary.functions if q in hot and q not in summary.hot_here}
+        if mine:
+            out[path] = mine
+    return out
 
 
 def _needs_hold(result: FileResult, index: KernelIndex) -> bool:

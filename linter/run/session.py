@@ -77,7 +77,8 @@ class Session:
 
     def run(self, paths: Sequence[Path]) -> RunResult:
         files = discover(paths, self.config)
-        with Runner(self.settings, self.apis, self.cache, self.args.jobs, progress=True) as runner:
+        drives = lambda path: self.context_of(path) != "test"  # noqa: E731
+        with Runner(self.settings, self.apis, self.cache, self.args.jobs, progress=True, drives=drives) as runner:
             return runner.run(files)
 
     def errors(self, run: RunResult) -> list[FileResult]:

@@ -143,3 +143,10 @@ def test_plain_python_is_unchanged_and_crlf_lines_keep_their_ending() -> None:
     assert cell.changed == frozenset({1})
     plain = to_python("import cupy as cp\nx = cp.zeros(3)\n")
     assert plain is not None and plain.changed == frozenset()
+
+
+def test_a_line_of_unicode_spaces_is_left_as_it_is() -> None:
+    """NEL and other Unicode spaces are whitespace to `str.split` but not to the magic escapes (Hypothesis found it)."""
+    for source in ("\x85\n", "x = 1\n\u2003\n"):
+        cell = to_python(source)
+        assert cell is not None and (cell.code, cell.changed) == (source, frozenset())

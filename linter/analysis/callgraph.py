@@ -1,0 +1,162 @@
+"""Which functions of a project run once per iteration of some loop: the call graph, as plain records.
+
+A sync in `mask_rcnn_loss` or `Matcher.__call__` costs as much as one in
+the training loop itself when the loop calls it every step, but the loop
+may be in another file (`train_loop.py` calls the model, whose `forward`
+calls the loss). Each linted file therefore summarises its functions
+(`Summary`): which it defines, which it calls once per call of which
+(`edges`), which it calls inside a loop (`roots`), and which run on every
+step by their role (a torch module's `forward`, a loss, a `*_step`
+function). `hot_functions` closes that graph over a whole project (the
+runner) or one file (the engine, before it knows the project); a function
+is *hot* when every call of it is part of an iteration, and `Hot` says
+why, for the message.
+
+A function with a loop of its own (`looping`) is not made hot by its
+callers: `validate()` called once per epoch does its per-batch work in its
+own loop, which the rules already read as a loop; its top-level reads run
+once per epoch. Roles still apply to it.
+
+Plain frozen records without LibCST, so cached results carry them and a
+warm run reads them without the parser.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Callable, Iterable, Literal
+
+HotKind = Literal["loop", "forward", "loss", "step"]
+ROLE_TEXT = {
+    "forward": "a module's forward, run on every step",
+    "loss": "a loss, computed on every step",
+    "step": "a step function, run on every step",
+}
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What one file tells the project about its functions (qualified names: `pkg.mod.Class.method`)."""
+
+    functions: tuple[str, ...] = ()
+    looping: tuple[str, ...] = ()  # functions with a `for`/`while` loop of their own
+    bases: tuple[tuple[str, tuple[str, ...]], ...] = ()  # class -> its base classes, as resolved here
+    attributes: tuple[tuple[str, str], ...] = ()  # `Class.attr` -> the class it holds (`self.m = Matcher(...)`)
+    roles: tuple[tuple[str, HotKind], ...] = ()  # functions that run every step by what they are
+    roots: tuple[tuple[str, str, str, int], ...] = ()  # (callee, path, function holding the loop, loop's number)
+    edges: tuple[tuple[str, str], ...] = ()  # (caller, callee): one call of the caller makes one of the callee
+    hot_here: tuple[str, ...] = ()  # functions this file's own summary makes hot (no need to be told)
+
+
+@dataclass(frozen=True)
+class Hot:
+    """Why a function runs once per iteration: a loop calls it, or its role, perhaps through a caller."""
+
+    function: str
+    kind: HotKind
+    path: str = ""  # the loop's file (kind "loop")
+    holder: str = ""  # the function the loop is in ("" at module level)
+    loop: int = -1  # the loop's number in its file's index
+    via: str | None = None  # the hot caller it is reached through
+
+    def text(self, path: str, loop_label: Callable[[int], str] | None = None) -> str:
+        """`call of `f` (the loop at line 12 calls it through `g`)`, as the file `path` says it.
+
+        A loop in that same file is named by its line (`loop_label` of its
+        number); a loop elsewhere by the function it is in and its file.
+        """
+        through = f" through `{display(self.via)}`" if self.via else ""
+        if self.kind == "loop":
+            if self.path == path and loop_label is not None:
+                at = f"the loop at {loop_label(self.loop)}"
+            else:
+                at = f"a loop in `{display(self.holder)}` ({self.path})" if self.holder else f"a loop in {self.path}"
+            return f"call of `{display(self.function)}` ({at} calls it{through})"
+        return f"call of `{display(self.function)}` ({ROLE_TEXT[self.kind]}{through})"
+
+
+def display(qualname: str) -> str:
+    """`Matcher.__call__` for `detectron2.modeling.matcher.Matcher.__call__`: the last two parts when a method."""
+    parts = qualname.split(".")
+    if len(parts) >= 2 and parts[-2][:1].isupper():
+        return ".".join(parts[-2:])
+    return parts[-1]
+
+
+class Graph:
+    """The summaries of several files joined: name resolution through base classes and held attributes."""
+
+    def __init__(self, summaries: Iterable[Summary]) -> None:
+        self.summaries = list(summaries)
+        self.functions: set[str] = set()
+        self.looping: set[str] = set()
+        self.bases: dict[str, tuple[str, ...]] = {}
+        self.attributes: dict[str, str] = {}
+        for s in self.summaries:
+            self.functions.update(s.functions)
+            self.looping.update(s.looping)
+            self.bases.update(s.bases)
+            self.attributes.update(s.attributes)
+        self._by_tail: dict[str, list[str]] = {}
+        for name in self.functions:
+            parts = name.split(".")
+            for i in range(1, len(parts)):
+                self._by_tail.setdefault(".".join(parts[i:]), []).append(name)
+
+    def resolve(self, callee: str, depth: int = 0) -> str | None:
+        """The function a call of `callee` runs: itself, a constructor, an inherited method, a held object's call."""
+        if depth > 8:
+            return None
+        if callee in self.functions:
+            return callee
+        if callee in self.bases:  # a class called: its constructor
+            return self.resolve(callee + ".__init__", depth + 1)
+        owner, _, name = callee.rpartition(".")
+        if owner in self.attributes:  # `self.matcher(...)` with `self.matcher = Matcher(...)`
+            held = self.attributes[owner]
+            return self.resolve(f"{held}.__call__", depth + 1) or self.resolve(f"{held}.forward", depth + 1)
+        if owner in self.bases:
+            for base in self.bases[owner]:
+                found = self.resolve(f"{base}.{name}", depth + 1)
+                if found is not None:
+                    return found
+            return None
+        tails = self._by_tail.get(callee, [])
+        return tails[0] if len(tails) == 1 and "." in callee else None  # a script importing its sibling module
+
+
+def hot_functions(summaries: Iterable[Summary], seeds: Iterable[Hot] = ()) -> dict[str, Hot]:
+    """Every hot function of the summaries, with why: loop roots first, then roles, then their callees."""
+    graph = Graph(summaries)
+    hot: dict[str, Hot] = {}
+    queue: deque[Hot] = deque()
+
+    def add(h: Hot) -> None:
+        if h.function not in hot:
+            hot[h.function] = h
+            queue.append(h)
+
+    for s in graph.summaries:
+        for callee, path, holder, loop in s.roots:
+            target = graph.resolve(callee)
+            if target is not None and target not in graph.looping:
+                add(Hot(target, "loop", path, holder, loop))
+    for seed in seeds:
+        if seed.function in graph.functions:
+            add(seed)
+    for s in graph.summaries:
+        for function, kind in s.roles:
+            add(Hot(function, kind))
+    callees: dict[str, list[str]] = {}
+    for s in graph.summaries:
+        for caller, callee in s.edges:
+            callees.setdefault(caller, []).append(callee)
+    while queue:
+        h = queue.popleft()
+        for callee in callees.get(h.function, ()):
+            target = graph.resolve(callee)
+            if target is None or target in hot or target in graph.looping:
+                continue
+            add(Hot(target, h.kind, h.path, h.holder, h.loop, h.via or h.function))
+    return hot

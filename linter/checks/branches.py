@@ -1,0 +1,172 @@
+"""Tests of device values per iteration: OFF104 for asserts, checks and stopping tests.
+
+`assert torch.isfinite(loss).all()` in a training step, `if not (x >= 0).all():
+raise ...` in a matcher, `while phivar > tol:` in an iterative solver: each
+test turns a device value into a Python bool, which waits for the device
+every time, although no call in the line says so.
+
+- **assert / raise**: a self-check. It reads device data on the host every
+  iteration to confirm what is almost always true; run it every N steps or
+  in debug runs only.
+- **stopping test**: a `while` test, or an `if` whose body only leaves the
+  loop (`break`, `return`). The host needs the answer, but not this very
+  iteration's: testing every N iterations, or the previous iteration's
+  value, lets the device keep working while the host waits.
+
+Other branches on device values decide what to compute next; the host
+needs them now (OFF104's `control-flow` option reports the explicit reads
+among them, `syncs.py`).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..analysis.scopes import IndexedNode, Loop, Scope
+from .devicevalues import device_lib, short
+from .file import CheckedFile
+from .iteration import Iteration, iteration_of
+from .registry import check
+
+CHECK_ADVICE = ("a check of device data reads it on the host every time; run it every N steps or only in "
+                "debug runs")
+STOP_ADVICE = ("test it every N iterations, or test the previous iteration's value, so that the device keeps "
+               "working while the host decides")
+# Exceptions that tell a caller its arguments are wrong: input validation, not a check of computed data.
+VALIDATION = frozenset({"ValueError", "TypeError", "NotImplementedError", "IndexError", "KeyError", "AxisError",
+                        "AttributeError", "LookupError"})
+READS = frozenset({"item", "tolist"})
+DOWNLOADS = frozenset({"jax.device_get", "cupy.asnumpy"})
+CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.bool"})
+
+
+@check("OFF104")
+def branches(file: CheckedFile) -> None:
+    loops_by_node = {id(loop.node): loop for loop in file.index.loops}
+    for branch in file.index.branches:
+        node = branch.node
+        if isinstance(node, cst.Assert):
+            _check(file, branch, node.test, "`assert` of a device value")
+        elif isinstance(node, cst.Raise):
+            if branch.conds and branch.conds[-1][1] and not _validates(node):  # `if not ok: raise ...`
+                _check(file, branch, branch.conds[-1][0], "the check `{}`")
+        elif isinstance(node, cst.While):
+            loop = loops_by_node.get(id(node))
+            if loop is not None and not file.sem.loops.nests_loops(loop, file.index.loops):
+                _stop(file, node.test, Iteration(loop, None, branch.scope), branch.scope)
+        elif isinstance(node, cst.If) and _only_leaves(node):
+            it = iteration_of(file, branch, functions=False)
+            if it is None or it.loop is None or it.loop.kind == "comp" or _rare(file, branch, it.loop):
+                continue
+            if not file.sem.loops.nests_loops(it.loop, file.index.loops):  # else: once per batch of inner work
+                _stop(file, node.test, it, branch.scope)
+
+
+def _check(file: CheckedFile, branch: IndexedNode, test: cst.BaseExpression, api: str) -> None:
+    it = iteration_of(file, branch)
+    if it is None or (it.loop is not None and _rare(file, branch, it.loop)):
+        return
+    if not _reads_device(file, test, branch.scope, it):
+        return
+    file.report("OFF104", test, api=api.format(short(file, test)), where=it.where(file), advice=CHECK_ADVICE)
+
+
+def _stop(file: CheckedFile, test: cst.BaseExpression, it: Iteration, scope: Scope) -> None:
+    if _host_in_loop(file, test, it) or not _reads_device(file, test, scope, it):
+        return
+    file.report("OFF104", test, api=f"the stopping test `{short(file, test)}`", where=it.where(file),
+                    advice=STOP_ADVICE)
+
+
+def _validates(node: cst.Raise) -> bool:
+    """`raise ValueError(...)`: a check of the caller's arguments, which belongs where it is."""
+    exc = node.exc.func if isinstance(node.exc, cst.Call) else node.exc
+    name = exc.attr.value if isinstance(exc, cst.Attribute) else exc.value if isinstance(exc, cst.Name) else ""
+    return name in VALIDATION
+
+
+def _host_in_loop(file: CheckedFile, test: cst.BaseExpression, it: Iteration) -> bool:
+    """A name of the test that the loop rebinds to a host value (`t_next = float(...)`): the test reads the host.
+
+    The device-value analysis is flow-insensitive: `t_next = image.mean()`
+    before the loop and `t_next = (a - b) / c` of floats inside it make
+    `t_next` a device value, but from the second iteration on the test
+    sees only the loop's own binding.
+    """
+    loop = it.loop
+    assert loop is not None
+    names = {n.value for n in _names_in(test)}
+    host: dict[str, bool] = {}
+    for event in loop.scope.events[loop.start:loop.end]:
+        if event.kind == "bind" and event.name in names:
+            how, value = event.extra
+            on_host = how == "=" and isinstance(value, cst.BaseExpression) and file.sem.values.array_lib(
+                value, loop.scope) is None
+            host[event.name] = host.get(event.name, True) and on_host
+    return any(host.values())
+
+
+def _names_in(node: cst.CSTNode) -> list[cst.Name]:
+    out, stack = [], [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Name):
+            out.append(current)
+        elif isinstance(current, cst.Attribute):
+            stack.append(current.value)
+        else:
+            stack.extend(current.children)
+    return out
+
+
+def _rare(file: CheckedFile, branch: IndexedNode, loop: Loop) -> bool:
+    return file.sem.loops.rare_conds(branch.conds, loop)
+
+
+def _reads_device(file: CheckedFile, test: cst.BaseExpression, scope: Scope, it: Iteration) -> bool:
+    """Does deciding `test` read a device value: its truth, or an explicit `.item()`/`float()` inside it?"""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _reads_device(file, test.expression, scope, it)
+    if isinstance(test, cst.BooleanOperation):
+        return _reads_device(file, test.left, scope, it) or _reads_device(file, test.right, scope, it)
+    if isinstance(test, cst.Comparison) and all(
+            isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in test.comparisons):
+        return False  # `x is None`, `k in table`: identity and membership read no device data
+    if device_lib(file, test, scope, it) is not None:
+        return True
+    stack: list[cst.CSTNode] = [test]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.Lambda, cst.ListComp, cst.GeneratorExp)):
+            continue
+        if isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value in READS and not node.args:
+                if device_lib(file, func.value, scope, it) is not None:
+                    return True
+            elif file.sem.names.qualify(func) in DOWNLOADS and node.args:
+                return True  # `jax.device_get(flag)`: a download is a wait
+            elif file.sem.names.qualify(func) in CONVERSIONS and len(node.args) == 1:
+                if device_lib(file, node.args[0].value, scope, it) is not None:
+                    return True
+        stack.extend(node.children)
+    return False
+
+
+def _only_leaves(node: cst.If) -> bool:
+    """`if test: break` (or `return ...`): the loop's way out; an `else` is the loop's normal course."""
+    if not isinstance(node.body, cst.IndentedBlock):
+        return False
+    statements = [s for line in node.body.body if isinstance(line, cst.SimpleStatementLine) for s in line.body]
+    return len(statements) == len(node.body.body) and bool(statements) and all(
+        isinstance(s, (cst.Break, cst.Return)) or _is_log(s) for s in statements) and any(
+        isinstance(s, (cst.Break, cst.Return)) for s in statements)
+
+
+def _is_log(statement: cst.BaseSmallStatement) -> bool:
+    """A print or log line before the `break`."""
+    if not isinstance(statement, cst.Expr) or not isinstance(statement.value, cst.Call):
+        return False
+    func = statement.value.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+    return name.startswith(("print", "log", "info", "debug", "warn"))

@@ -1,0 +1,63 @@
+"""Where code runs once per iteration: inside a loop of its own function, or in a function a loop runs.
+
+The sync and copy rules began as loop rules: a `.item()` inside `for batch
+in loader:`. Real training code puts most of its per-step work in
+functions the loop calls (a loss, a matcher, a `forward`), often in other
+files; `analysis.functions` says which functions run once per iteration
+and why (`Hot`). An `Iteration` is either kind of place, and says it in a
+message's `{where}`: "iteration of the loop at line 12" or "call of
+`mask_rcnn_loss` (a loss, computed on every step)".
+
+A statement of a hot function under a periodic test (`if step % 20 == 0`,
+`if storage.itstime(...)`) runs every N calls, not every call, and is no
+place of iteration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from ..analysis.callgraph import Hot
+from ..analysis.scopes import IndexedCall, IndexedNode, Loop, Scope
+from .file import CheckedFile
+
+
+@dataclass(frozen=True)
+class Iteration:
+    """A loop of the node's own function, or the hot function it sits in (exactly one is set)."""
+
+    loop: Loop | None
+    hot: Hot | None
+    scope: Scope
+
+    def where(self, file: CheckedFile) -> str:
+        if self.loop is not None:
+            return f"iteration of the loop at {_label(file, file.line(self.loop.node))}"
+        assert self.hot is not None
+        return self.hot.text(file.path, lambda n: _label(file, file.line(file.index.loops[n].node)))
+
+    @property
+    def body(self) -> cst.CSTNode:
+        """What runs once per iteration: the loop, or the hot function's definition."""
+        return self.loop.node if self.loop is not None else self.scope.node
+
+
+def _label(file: CheckedFile, line: int) -> str:
+    return f"line {file.line_label(line) if file.line_label is not None else line}"
+
+
+def iteration_of(file: CheckedFile, where: IndexedCall | IndexedNode, functions: bool = True) -> Iteration | None:
+    """The iteration `where` runs in; with `functions` False, loops only (the rules that need one)."""
+    if where.loop is not None:
+        return Iteration(where.loop, None, where.scope)
+    if not functions:
+        return None
+    hot = file.sem.functions.hot(where.scope)
+    if hot is None or file.sem.loops.periodic(where.conds):
+        return None
+    scope = where.scope
+    while scope.kind == "lambda" and scope.parent is not None:
+        scope = scope.parent
+    return Iteration(None, hot, scope)

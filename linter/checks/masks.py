@@ -1,0 +1,121 @@
+"""Boolean masks and data-dependent sizes in loops: OFF104 for the sync nobody wrote.
+
+`u[aux < 0] = 1` in a CuPy iteration looks like pure device work, but a
+boolean mask gives an array whose size depends on the data: CuPy counts
+the mask's True elements and waits for that count on the host before it
+can index, on every iteration. `cupy.where(mask, a, b)` and
+`cupy.copyto(u, 1, where=mask)` do the same work without the count.
+PyTorch does the same for `t[mask]` (and for `t[mask] = v` with a tensor
+`v`; a Python scalar becomes `masked_fill_`, which does not count). In
+PyTorch code the rule keeps to loops over elements, instances or levels
+(a mask inside `forward` may be how the model selects its outputs); in
+CuPy code it also reads the functions a loop runs once per iteration.
+
+The same holds for `nonzero()` whose result only gives a count
+(`x.nonzero().numel()`, `len(torch.nonzero(m))`): the count is a sum the
+device can keep (`m.sum()`), read only where the host needs it.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..analysis.scopes import IndexedNode
+from ..analysis.uses import path_to
+from .devicevalues import device_lib, is_mask, short
+from .file import CheckedFile
+from .iteration import iteration_of
+from .registry import check
+
+ADVICE = {
+    "cupy": ("CuPy counts the mask on the host before it indexes; use `cupy.where(mask, a, b)` to select, "
+             "`cupy.copyto(a, v, where=mask)` to write and a masked sum (`(a * mask).sum()`) to reduce"),
+    "torch": ("PyTorch counts the mask on the host before it indexes; use `torch.where(mask, a, b)`, a masked sum "
+              "(`(a * mask).sum()`), or index with `mask.nonzero()` computed once"),
+}
+COUNTS = frozenset({"numel", "nelement", "size", "__len__"})
+NONZERO = frozenset({"nonzero", "argwhere", "flatnonzero"})
+
+
+@check("OFF104")
+def masks(file: CheckedFile) -> None:
+    seen: set[int] = set()
+    for sub in file.index.subscripts:
+        if id(sub.node) in seen:
+            continue
+        seen.add(id(sub.node))
+        _mask_index(file, sub)
+    _counts(file)
+
+
+def _mask_index(file: CheckedFile, sub: IndexedNode) -> None:
+    node = sub.node
+    assert isinstance(node, cst.Subscript)
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return
+    mask = node.slice[0].slice.value
+    it = iteration_of(file, sub)
+    if it is None or not is_mask(file, mask, sub.scope):
+        return
+    lib = device_lib(file, node.value, sub.scope, it)
+    if lib not in ADVICE or device_lib(file, mask, sub.scope, it) is None:
+        return
+    if lib == "torch":
+        if it.loop is None or it.loop.kind == "comp" or (sub.store and _scalar_stored(sub)):
+            return
+    if file.sem.loops.periodic(sub.conds) or (it.loop is not None and _rare(file, sub)):
+        return
+    file.report("OFF104", node, api=f"indexing `{short(file, node.value)}` with the boolean mask "
+                f"`{short(file, mask)}`", where=it.where(file), advice=ADVICE[lib])
+
+
+def _rare(file: CheckedFile, sub: IndexedNode) -> bool:
+    loop = sub.loop
+    assert loop is not None
+    return file.sem.loops.rare_conds(sub.conds, loop)
+
+
+def _scalar_stored(sub: IndexedNode) -> bool:
+    """`t[mask] = 0`, `t[mask] = -1.0`: a Python number, which PyTorch writes with masked_fill."""
+    statement = sub.small
+    value = statement.value if isinstance(statement, (cst.Assign, cst.AugAssign)) else None
+    if isinstance(value, cst.UnaryOperation):
+        value = value.expression
+    return isinstance(value, (cst.Integer, cst.Float)) or (isinstance(value, cst.Name) and value.value in (
+        "True", "False"))
+
+
+def _counts(file: CheckedFile) -> None:
+    """`x.nonzero().numel()`, `len(torch.nonzero(m))`, `m.nonzero().size(0)` per iteration: a count the device keeps."""
+    sem = file.sem
+    for call in file.index.calls:
+        func = call.node.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else None
+        qualname = sem.names.qualify(func)
+        if name not in NONZERO and (qualname or "").rpartition(".")[2] not in NONZERO:
+            continue
+        it = iteration_of(file, call)
+        if it is None or call.small is None:
+            continue
+        data = func.value if qualname is None and isinstance(func, cst.Attribute) else (
+            call.node.args[0].value if call.node.args else None)
+        if data is None or device_lib(file, data, call.scope, it) is None:
+            continue
+        path = path_to(call.small, call.node)
+        if not path or len(path) < 2 or not _counted(file, path):
+            continue
+        if file.sem.loops.periodic(call.conds):
+            continue
+        file.report("OFF104", call.node, api=f"counting with `{short(file, call.node)}`", where=it.where(file),
+                    advice="its size depends on the data, so the host waits for it; count on the device with "
+                           "`mask.sum()` and read the count only where the host needs it")
+
+
+def _counted(file: CheckedFile, path: list[cst.CSTNode]) -> bool:
+    """Is the nonzero result (last in `path`) only measured: `.numel()`, `.size(0)`, `.shape[0]`, `len(...)`?"""
+    parent = path[-2]
+    if isinstance(parent, cst.Attribute) and parent.attr.value in COUNTS | {"shape"}:
+        return True
+    if isinstance(parent, cst.Arg) and len(path) >= 3 and isinstance(path[-3], cst.Call):
+        return file.sem.names.qualify(path[-3].func) == "builtins.len"
+    return False
