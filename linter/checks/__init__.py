@@ -2,5 +2,5 @@
 
 from __future__ import annotations
 
-from . import branches, collectives, flow, kernel_bodies, launches, loaders, masks, syncs, transfers  # noqa: F401
+from . import branches, collectives, flow, indexing, kernel_bodies, launches, loaders, syncs, transfers  # noqa: F401
 # (importing a check module registers its checks)

@@ -24,6 +24,8 @@ MASK_FUNCTIONS = frozenset({"isnan", "isfinite", "isinf", "isneginf", "isposinf"
 MASK_METHODS = frozenset({"bool", "isnan", "isfinite", "isinf", "logical_not", "logical_and", "logical_or",
                           "eq", "ne", "gt", "lt", "ge", "le"})
 MASK_NAME = re.compile(r"mask|^is_|_(?:lt|gt|le|ge|eq|ne)\d*$|^(?:valid|keep|inside|outside)(?:_|$)|_bool$")
+TENSOR_METHODS = frozenset({"sum", "mean", "all", "any", "nonzero", "max", "min", "abs", "norm", "float", "bool",
+                            "isfinite", "isnan", "prod", "argmax", "argmin", "count_nonzero"})
 COMPARISONS = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual, cst.Equal, cst.NotEqual)
 
 
@@ -34,9 +36,34 @@ def device_lib(file: CheckedFile, expr: cst.BaseExpression, scope: Scope, it: It
     if lib is not None:
         return lib
     maybe = values.array_lib(expr, scope)
-    if maybe == "torch" and file.sem.functions.torch and (it.hot is not None or file.sem.functions.hot(scope)):
+    in_step = file.sem.functions.torch and (it.hot is not None or file.sem.functions.hot(scope) is not None)
+    if maybe == "torch" and in_step:
         return maybe
+    if in_step and maybe is None and _tensor_method(expr) and not _numpy_made(file, expr, scope):
+        return "torch"  # `(gt == k).sum()`, `x.nonzero()` in a loss: a tensor, whatever made its inputs
     return None
+
+
+def _tensor_method(expr: cst.BaseExpression) -> bool:
+    """A call of a method only arrays have (`.sum()`, `.all()`, `.nonzero()`), or a comparison of such."""
+    if isinstance(expr, cst.Comparison):
+        return _tensor_method(expr.left) or any(_tensor_method(c.comparator) for c in expr.comparisons)
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        return expr.func.attr.value in TENSOR_METHODS
+    return False
+
+
+def _numpy_made(file: CheckedFile, expr: cst.BaseExpression, scope: Scope) -> bool:
+    while isinstance(expr, (cst.Call, cst.Attribute, cst.Subscript)):
+        if isinstance(expr, cst.Call):
+            qualname = file.sem.names.qualify(expr.func)
+            if qualname is not None:
+                return qualname.split(".")[0] == "numpy"
+            expr = expr.func
+        expr = expr.value if isinstance(expr, (cst.Attribute, cst.Subscript)) else expr
+    if isinstance(expr, cst.Name):
+        return file.sem.names.is_host_array(file.sem.names.name_of(expr), scope)
+    return False
 
 
 def is_mask(file: CheckedFile, expr: cst.BaseExpression, scope: Scope, depth: int = 0) -> bool:

@@ -54,11 +54,12 @@ def syncs(file: CheckedFile) -> None:
         if it is None:
             continue
         read = _read(file, call, conversions)
-        if read is None and it.hot is not None:
+        in_step = it.hot is not None or sem.functions.hot(call.scope) is not None
+        if read is None and in_step:
             read = _tensor_read(file, call)
         if read is not None:
             if it.loop is not None:
-                _judge_read(file, call, it.loop, *read)
+                _judge_read(file, call, it.loop, *read, in_step=in_step)
             else:
                 _judge_read_per_call(file, call, it, *read)
             continue
@@ -160,7 +161,9 @@ def _from_numpy(file: CheckedFile, expr: cst.BaseExpression, call: IndexedCall) 
         return False
 
 
-def _judge_read(file: CheckedFile, call: IndexedCall, loop: Loop, api: str, value: cst.BaseExpression) -> None:
+def _judge_read(file: CheckedFile, call: IndexedCall, loop: Loop, api: str, value: cst.BaseExpression,
+                in_step: bool = False) -> None:
+    """A read in a loop; `in_step`: the loop is in a function a step runs, where tensors live on the device."""
     sem = file.sem
     if sem.loops.rare_branch(call, loop):
         return
@@ -169,7 +172,8 @@ def _judge_read(file: CheckedFile, call: IndexedCall, loop: Loop, api: str, valu
         if file.enabled("OFF302"):
             file.report("OFF302", call.node, api=api, array=element, loop_line=file.line(loop.node))
         return
-    if sem.values.device_lib(value, call.scope) is None and sem.values.array_lib(value, call.scope) is not None:
+    if sem.values.device_lib(value, call.scope) is None and not (in_step and sem.functions.torch) and \
+            sem.values.array_lib(value, call.scope) is not None:
         return  # a tensor that may be on the host: only element-wise reads are worth saying
     if sem.loops.amortised(call, loop, file.index.loops):
         return  # once per outer iteration (an epoch), around inner loops that do the work
@@ -181,7 +185,10 @@ def _judge_read(file: CheckedFile, call: IndexedCall, loop: Loop, api: str, valu
     statement = call.small or (call.stmts[-1] if call.stmts else None)
     if statement is None:
         return
-    purpose = UseFinder(loop.node, sem.names.qualify).of_read(statement, call.node)
+    body = loop
+    while body.kind == "comp" and body.parent is not None:
+        body = body.parent  # `{k: v.item() for ...}`: what the statement loop does with the comprehension
+    purpose = UseFinder(body.node, sem.names.qualify).of_read(statement, call.node)
     if purpose == "metric" and file.enabled("OFF301"):
         file.report("OFF301", call.node, api=api, loop_line=file.line(loop.node), advice=metric_advice(file, value, call))
     elif purpose == "control" and file.enabled("OFF104") and file.options("OFF104").get("control-flow", False):

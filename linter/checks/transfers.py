@@ -22,6 +22,7 @@ import re
 import libcst as cst
 
 from ..analysis.calls import Classified
+from ..analysis.loops import walk
 from ..analysis.scopes import IndexedCall, Unpack
 from ..analysis.uses import path_to
 from .file import CheckedFile
@@ -52,7 +53,8 @@ def transfers(file: CheckedFile) -> None:
             fix = hoist_fix(file, call, use) if file.enabled("OFF101") else None
             file.report("OFF101", call.node, fix, **fields)
         elif use.kind == "h2d" and use.data is not None and not once(call) and _python_values(file, call, use.data):
-            file.report("OFF108", call.node, **fields)
+            if file.options("OFF108").get("constants", False) or _round_trip(file, call, use.data):
+                file.report("OFF108", call.node, **fields)
         else:
             file.report("OFF106", call.node, **fields)
 
@@ -187,6 +189,35 @@ def _host_random(file: CheckedFile, call: IndexedCall, use: Classified) -> bool:
 
 PYTHON_BUILDERS = frozenset({"builtins.list", "builtins.tuple", "builtins.int", "builtins.float", "builtins.len",
                              "builtins.range", "builtins.sorted", "builtins.sum", "builtins.min", "builtins.max"})
+
+
+def _round_trip(file: CheckedFile, call: IndexedCall, data: cst.BaseExpression, depth: int = 0) -> bool:
+    """Do the uploaded values come from the device (`w = t.argmax().item()`, `[t_dev * s]`): read, then sent back?
+
+    Measured on public code (docs/linter.md), these are the tiny uploads an
+    expert changes: the value was on the device a moment ago and can stay
+    there. Constants the host knows (an image's width and height) cost one
+    small copy and are left to the `constants` option.
+    """
+    if depth > 3:
+        return False
+    sem = file.sem
+    for node in walk(data):
+        if isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ("item", "tolist") and not node.args:
+                if sem.values.array_lib(func.value, call.scope) is not None:
+                    return True
+            elif sem.names.qualify(func) in ("builtins.int", "builtins.float") and node.args:
+                if sem.values.array_lib(node.args[0].value, call.scope) is not None:
+                    return True
+        elif isinstance(node, cst.Name):
+            if sem.values.device_lib(node, call.scope) is not None:
+                return True  # torch.tensor([scale_dev * k]): a device value inside the Python list
+            for how, value in sem.names.assignments(sem.names.name_of(node), call.scope):
+                if how == "=" and isinstance(value, cst.BaseExpression) and _round_trip(file, call, value, depth + 1):
+                    return True
+    return False
 
 
 def _python_values(file: CheckedFile, call: IndexedCall, data: cst.BaseExpression, depth: int = 0) -> bool:

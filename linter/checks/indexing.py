@@ -1,4 +1,4 @@
-"""Boolean masks and data-dependent sizes in loops: OFF104 for the sync nobody wrote.
+"""What indexing a device array costs per iteration: OFF104 for masks and counts, OFF108 for Python-list indices.
 
 `u[aux < 0] = 1` in a CuPy iteration looks like pure device work, but a
 boolean mask gives an array whose size depends on the data: CuPy counts
@@ -10,6 +10,11 @@ PyTorch does the same for `t[mask]` (and for `t[mask] = v` with a tensor
 PyTorch code the rule keeps to loops over elements, instances or levels
 (a mask inside `forward` may be how the model selects its outputs); in
 CuPy code it also reads the functions a loop runs once per iteration.
+
+A Python list as an index (`v[:, [-1]]`, `maps[[i]]`, `t[:, [0, 2]]`) is
+turned into an index tensor on the host and uploaded with a blocking copy
+every time (OFF108); a slice (`v[:, -1:]`, `maps[i:i + 1]`) or a device
+index made once does the same without the copy.
 
 The same holds for `nonzero()` whose result only gives a count
 (`x.nonzero().numel()`, `len(torch.nonzero(m))`): the count is a sum the
@@ -37,15 +42,35 @@ COUNTS = frozenset({"numel", "nelement", "size", "__len__"})
 NONZERO = frozenset({"nonzero", "argwhere", "flatnonzero"})
 
 
-@check("OFF104")
-def masks(file: CheckedFile) -> None:
+@check("OFF104", "OFF108")
+def indexing(file: CheckedFile) -> None:
     seen: set[int] = set()
     for sub in file.index.subscripts:
         if id(sub.node) in seen:
             continue
         seen.add(id(sub.node))
-        _mask_index(file, sub)
-    _counts(file)
+        if file.enabled("OFF104"):
+            _mask_index(file, sub)
+        if file.enabled("OFF108"):
+            _list_index(file, sub)
+    if file.enabled("OFF104"):
+        _counts(file)
+
+
+def _list_index(file: CheckedFile, sub: IndexedNode) -> None:
+    """`t[:, [0, 2]]`, `t[[i]]` of a device tensor per iteration: an index tensor built and uploaded each time."""
+    node = sub.node
+    assert isinstance(node, cst.Subscript)
+    lists = [e.slice.value for e in node.slice if isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.List)]
+    if not lists or any(isinstance(el, cst.StarredElement) for lst in lists for el in lst.elements):
+        return
+    it = iteration_of(file, sub)
+    if it is None or device_lib(file, node.value, sub.scope, it) not in ("torch", "cupy"):
+        return
+    if file.sem.loops.periodic(sub.conds) or (it.loop is not None and _rare(file, sub)):
+        return
+    file.report("OFF108", node, api=f"indexing `{short(file, node.value)}` with the Python list "
+                f"`{short(file, lists[0])}`", where=it.where(file))
 
 
 def _mask_index(file: CheckedFile, sub: IndexedNode) -> None:
