@@ -20,7 +20,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def execute(args: argparse.Namespace) -> int:
-    from ..outputs.report import analyse, render_compare, render_compare_json
+    from ..analysis.diagnosis import analyse
+    from ..outputs.report import render_compare, render_compare_json
 
     a, b = load_trace(args.naive), load_trace(args.batched)
     link = model_link(a, args.link, args.no_model)

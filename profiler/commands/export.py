@@ -39,8 +39,8 @@ def execute(args: argparse.Namespace) -> int:
     check_writable(out, "export")
     try:
         if fmt == "chrome":
+            from ..analysis.diagnosis import analyse
             from ..outputs.chrome import export
-            from ..outputs.report import analyse
 
             analysed = [analyse(run, model_link(run, None, False)) for run in runs]
             export(runs, out, findings=[f for f, _ in analysed], verdicts=[v for _, v in analysed])

@@ -103,8 +103,8 @@ def execute(args: argparse.Namespace) -> int:
                             "applies; pass --allow-empty to accept that")
     annotations: list[str] = []
     if args.format == "github":
+        from ..analysis.diagnosis import analyse
         from ..outputs.gate import finding_annotations
-        from ..outputs.report import analyse
         from .common import model_link
 
         annotations = finding_annotations(run, analyse(run, model_link(run, None, False))[0], args.report_url)

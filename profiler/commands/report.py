@@ -19,7 +19,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def execute(args: argparse.Namespace) -> int:
-    from ..outputs.report import analyse, render_report, render_report_json
+    from ..analysis.diagnosis import analyse
+    from ..outputs.report import render_report, render_report_json
 
     run = load_trace(args.trace)
     link = model_link(run, args.link, args.no_model)

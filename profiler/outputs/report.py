@@ -20,9 +20,9 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
-from ..analysis.detectors import Finding, detect, needs_fingerprints
-from ..analysis.ranks import JobSummary, job_findings, ranks_text, summarise
-from ..analysis.replay import Timeline
+from ..analysis.detectors import Finding, needs_fingerprints
+from ..analysis.diagnosis import analyse
+from ..analysis.ranks import JobSummary, ranks_text, summarise
 from ..analysis.summary import Flow, SiteSummary, Totals, by_site, totals
 from ..analysis.verdict import Verdict, verdict
 from ..trace.job import job_of
@@ -187,20 +187,6 @@ def verdict_json(v: Verdict | None) -> dict[str, Any] | None:
     return {**asdict(v), "idle_ns": v.idle_ns, "busy_share": v.busy_share, "copy_share": v.share(v.copy_ns),
             "sync_share": v.share(v.sync_ns), "kernel_share": v.share(v.kernel_ns), "evidence": v.evidence(),
             "remedy": v.remedy()}
-
-
-def analyse(run: Run, link: Link | None) -> tuple[list[Finding], Verdict | None]:
-    """The findings and the verdict of `run`, from one inference of its timeline.
-
-    For a distributed job the findings are its ranks', each naming its
-    rank(s) (`profiler.analysis.ranks.job_findings`), and the job's own
-    (a rule that looks across ranks).
-    """
-    timeline = Timeline.of(run)
-    job = job_of(run)
-    if job is None:
-        return detect(run, link=link, timeline=timeline), verdict(run, timeline)
-    return job_findings(job, link), verdict(run, timeline)
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from profiler.analysis.diagnosis import analyse
 from profiler.model import Meta, Record, Run, Site
 from profiler.outputs.html.page import cell_html, named, render_page
 from profiler.outputs.html.parts import file_where
-from profiler.outputs.report import analyse, exact_sentence, saving_text
+from profiler.outputs.report import exact_sentence, saving_text
 from profiler.analysis.summary import totals
 from profiler.trace.link import SHIPPED_DIR, load_link
 
