@@ -27,7 +27,7 @@ from ..analysis.launches import LaunchTable, launch_table
 from ..analysis.ranks import JobSummary, summarise
 from ..analysis.summary import KernelSummary, SiteSummary, Totals, by_kernel, by_site, totals
 from ..analysis.verdict import Verdict
-from ..outputs.report import run_names, site_label
+from ..phrases import run_names, site_label
 from ..trace.job import job_of
 from ..trace.model import Run
 from ..trace.records import Link, Site, relative_file

@@ -17,7 +17,7 @@ from profiler.analysis.diagnosis import analyse
 from profiler.analysis.summary import totals
 from profiler.model import Meta, Record, Run, Site
 from profiler.outputs.html.page import named, render_page
-from profiler.outputs.report import exact_sentence
+from profiler.phrases import exact_sentence
 from profiler.trace.link import SHIPPED_DIR, load_link
 
 from ...browser import Browser, find

@@ -16,7 +16,7 @@ from profiler.analysis.diagnosis import analyse
 from profiler.model import Meta, Record, Run, Site
 from profiler.outputs.html.page import cell_html, named, render_page
 from profiler.outputs.html.parts import file_where
-from profiler.outputs.report import exact_sentence, saving_text
+from profiler.phrases import exact_sentence, saving_text
 from profiler.analysis.summary import totals
 from profiler.trace.link import SHIPPED_DIR, load_link
 
