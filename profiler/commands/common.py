@@ -83,13 +83,9 @@ def write_stdout(text: str) -> None:
     A reader that went away (`offload-prof report x | head`) stays a
     `BrokenPipeError`, which `profiler.cli` ends on quietly.
     """
-    try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        raise
-    except OSError as exc:
-        raise ProfilerError(f"cannot write to standard output ({exc.strerror or exc})") from None
+    from offload_core.outfiles import write_stdout as write
+
+    write(text, lambda why: ProfilerError(f"cannot write to standard output ({why})"))
 
 
 @dataclass(frozen=True)
@@ -127,14 +123,11 @@ def write_output(text: str, output: str | None, what: str = "report") -> None:
     if output is None:
         write_stdout(text)
         return
-    from ..files import write_atomically
+    from offload_core.outfiles import write_report
 
     target = Path(output)
     check_writable(target, what)
-    try:
-        write_atomically(target, text.encode("utf-8"))
-    except OSError as exc:
-        raise ProfilerError(f"{target}: cannot write the {what} ({exc.strerror or exc})") from None
+    write_report(target, text, lambda why: ProfilerError(f"{target}: cannot write the {what} ({why})"))
     print(f"offload-prof: wrote {what} {target}", file=sys.stderr)
 
 

@@ -21,9 +21,10 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
+from offload_core.outfiles import write_atomically
+
 from ..analysis.detectors import Finding
 from ..analysis.verdict import Verdict
-from ..files import write_atomically
 from ..phrases import saving_text
 from ..trace.job import job_of
 from ..trace.model import Run

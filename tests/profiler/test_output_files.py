@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-import profiler.files
+import offload_core.outfiles
 from profiler.cli import main
 from profiler.model import Meta, Record, Run, Site
 
@@ -100,7 +100,7 @@ def test_a_full_disk_leaves_the_previous_file_and_no_temporary(
     def full(fd: int) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(profiler.files.os, "fsync", full)
+    monkeypatch.setattr(offload_core.outfiles.os, "fsync", full)
     assert main([a.format(trace=trace, out=out) for a in argv]) == 2
     assert capsys.readouterr().err == f"offload-prof: error: {out}: {what}\n"
     assert out.read_text() == "previous"
