@@ -1,4 +1,4 @@
-"""What an API callback reads on every CUDA call, set up once per subscription: the tracer's and the listening session's.
+"""What an API callback reads on every CUDA call, set up once per subscription: a recording's or the guard's.
 
 Both subscriptions (`tracer`, a recording; `listening`, the transfer
 guard without one) are called by CUPTI with `(domain, cbid, address of
@@ -9,7 +9,9 @@ one dict per domain from cbid to an `Entry` (the call, its role and its
 parameter-block reader, read as attributes), the reader of the callback
 record, and the two enum values compared on every call; `resolve_ids`
 says which calls the installed cupti-python knows, as `enable_callback`
-takes them.
+takes them. The tuples the tracer's callback keeps per call and per
+thread (`Filed`, `Inside`, `Pending`) are laid out here too, with the
+names `Filed`'s fields are read by.
 
 `Entry` is a plain class with `__slots__`, not a frozen dataclass: one
 is made per call of the table when a subscription starts and read on
@@ -24,7 +26,23 @@ from types import ModuleType
 from typing import Callable, Iterable
 
 from .apis import APIS, DRIVER, RUNTIME, Api, CopyReader, copy_reader, resolve
+from .frames import Instr, SiteKey
 from .native import CallbackLayout
+
+#: what the tracer's callback files for a call under its correlation id: (api, site, instr, direction, dst, src,
+#: count, enter_ns). `site` and `instr` are the user frame's; for a copy whose parameter block was read, its
+#: direction, host pointer (`dst` of a D2H, `src` of an H2D; None on the device side) and bytes; `enter_ns` is
+#: CUPTI's clock as a timed call began (a host sync, a copy that may wait), 0 for the others. The hot path reads
+#: it by the field names below. A tuple because the callback makes one per call: a class with `__slots__` reads
+#: as fast but costs about 150 ns more to make (4-12% of a callback), and unpacking all eight fields to read two
+#: costs 2-4% (benchmarks/cupti_callback.py, docs/benchmarks.md)
+Filed = tuple[Api, "SiteKey | None", "Instr | None", "str | None", "int | None", "int | None", "int | None", int]
+#: `Filed`'s fields, by name (`filed[COUNT]`)
+API, SITE, INSTR, DIRECTION, DST, SRC, COUNT, ENTER_NS = range(8)
+#: the runtime call a thread is inside: (site, instr, role)
+Inside = tuple["SiteKey | None", "Instr | None", str]
+#: an async D2H whose bytes are not known to be final: (correlation id, host pointer, bytes, instr)
+Pending = tuple[int, int, int, "Instr | None"]
 
 #: a `CUpti_CallbackData`'s address -> (callbackSite, functionParams, functionReturnValue, correlationId)
 RecordReader = Callable[[int], tuple[int, int, int, int]]

@@ -12,10 +12,10 @@ wrappers, whose per-call objects cost ten times the copy they trace.
 
 The callback is the hot path (it runs twice per intercepted call), so on
 entry it does only this: find the call in the table (`callbacks`), read
-the callback record in one unpack, find the user frame (`frames`), read a
-copy's pointers from its parameter block (`apis`) and file one tuple
-(`Filed`) under the correlation id. Filled activity buffers are only
-queued; `stop()` decodes them in bulk (`buffers`).
+the callback record in one unpack, find the user frame (`frames`), read
+a copy's pointers from its parameter block (`apis`) and file one tuple
+(`callbacks.Filed`) under the correlation id. Filled activity buffers
+are only queued; `stop()` decodes them in bulk (`buffers`).
 Fingerprints (when on) are taken on exit, and only of calls that
 succeeded, so that a bad pointer is CUDA's error to report and never a
 read by the profiler: an H2D's source as the call leaves (the program
@@ -57,27 +57,13 @@ from ...errors import ProfilerError
 from . import activity as act
 from .apis import COPY, LAUNCH, SYNC, Api
 from .buffers import CStrings, Pool, record_dtypes, records_of
-from .callbacks import CallbackTable, resolve_ids
-from .frames import FrameFilter, Instr, SiteKey
+from .callbacks import (
+    COUNT, DIRECTION, DST, ENTER_NS, INSTR, SRC, CallbackTable, Filed, Inside, Pending, resolve_ids)
+from .frames import FrameFilter
 from .listeners import LISTENERS
 from .native import Native, unsubscribe_reporting
 from .probe import version_mismatch
 from .sampling import PER_WINDOW, PERIOD_S, LaunchSampler, LaunchSites
-
-#: what the callback files for a call under its correlation id: (api, site, instr, direction, dst, src, count,
-#: enter_ns). `site` and `instr` are the user frame's; for a copy whose parameter block was read, its direction,
-#: host pointer (`dst` of a D2H, `src` of an H2D; None on the device side) and bytes; `enter_ns` is CUPTI's clock
-#: as a timed call began (a host sync, a copy that may wait), 0 for the others. The hot path reads it by the
-#: field names below. A tuple because the callback makes one per call: a class with `__slots__` reads as fast but
-#: costs about 150 ns more to make (5-10% of a callback), and unpacking all eight fields to read two costs 3-5%
-#: (benchmarks/cupti_callback.py)
-Filed = tuple[Api, "SiteKey | None", "Instr | None", "str | None", "int | None", "int | None", "int | None", int]
-#: `Filed`'s fields, by name (`filed[COUNT]`)
-API, SITE, INSTR, DIRECTION, DST, SRC, COUNT, ENTER_NS = range(8)
-#: the runtime call a thread is inside: (site, instr, role)
-Inside = tuple["SiteKey | None", "Instr | None", str]
-#: an async D2H whose bytes are not known to be final: (correlation id, host pointer, bytes, instr)
-Pending = tuple[int, int, int, "Instr | None"]
 
 _ACTIVE: Tracer | None = None
 _REGISTERED: Any = None  # the Native the buffer callbacks were registered with (once per process)
