@@ -62,16 +62,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from profiler.sources.cupti import CuptiRecorder  # noqa: E402
-from profiler.sources.cupti.apis import APIS, COPY, DRIVER, LAUNCH, RUNTIME, SYNC, resolve  # noqa: E402
+from profiler.sources.cupti.apis import COPY, LAUNCH, SYNC  # noqa: E402
+from profiler.sources.cupti.callbacks import resolve_ids  # noqa: E402
 from profiler.sources.cupti.native import Native  # noqa: E402
 from profiler.sources.cupti.probe import import_cupti  # noqa: E402
 from profiler.sources.cupti.tracer import Tracer  # noqa: E402
-
-
-def table_ids(c: Any) -> dict[tuple[int, int], Any]:
-    table = resolve(APIS, c.runtime_api_trace_cbid, c.driver_api_trace_cbid)
-    domains = {RUNTIME: int(c.CallbackDomain.RUNTIME_API), DRIVER: int(c.CallbackDomain.DRIVER_API)}
-    return {(domains[d], cbid): api for (d, cbid), api in table.items()}
 
 
 class Config:
@@ -99,7 +94,7 @@ class Config:
                 c.activity_enable(kind)
                 self.kinds.append(kind)
         elif self.name.startswith("cb:"):
-            ids = table_ids(c)
+            ids = resolve_ids(c)
             if self.name in ("cb:noop-nolaunch", "cb:tracer-nolaunch"):
                 ids = {key: api for key, api in ids.items() if api.role != LAUNCH}
             elif self.name == "cb:tracer-copysync":

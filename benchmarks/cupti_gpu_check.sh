@@ -57,8 +57,8 @@ if driver.problem:
     sys.exit(f"   no usable GPU: {driver.problem}")
 EOF
 
-echo "== tests (tests/profiler/cupti)"
-"$PY" -m pytest -q -p no:cacheprovider -rs tests/profiler/cupti
+echo "== tests (tests/profiler/sources/cupti)"
+"$PY" -m pytest -q -p no:cacheprovider -rs tests/profiler/sources/cupti
 status=$?
 
 echo "== overhead (benchmarks/cupti_overhead.py)"

@@ -32,8 +32,8 @@ if ((${#NEEDED[@]})); then
 fi
 export PYTHONPATH="$SITE:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 
-echo "== tests (tests/profiler/guard, tests/profiler/cupti/test_guard_cupti.py)"
-"$PY" -m pytest -q -p no:cacheprovider -rs tests/profiler/guard tests/profiler/cupti/test_guard_cupti.py
+echo "== tests (tests/profiler/guard, tests/profiler/sources/cupti/test_guard_cupti.py)"
+"$PY" -m pytest -q -p no:cacheprovider -rs tests/profiler/guard tests/profiler/sources/cupti/test_guard_cupti.py
 status=$?
 
 echo "== overhead (benchmarks/guard_overhead.py)"

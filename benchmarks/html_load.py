@@ -32,9 +32,9 @@ sys.path.insert(0, str(ROOT))
 
 import offload_core  # noqa: E402
 from offload_core.suite import run_suite  # noqa: E402
+from profiler.analysis.diagnosis import analyse  # noqa: E402
 from profiler.model import Run  # noqa: E402
 from profiler.outputs.html.page import named, render_page  # noqa: E402
-from profiler.outputs.report import analyse  # noqa: E402
 from profiler.sources.recorder import Recorder  # noqa: E402
 from profiler.trace.link import SHIPPED_DIR, load_link  # noqa: E402
 from tests.browser import Browser, find  # noqa: E402

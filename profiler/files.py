@@ -1,4 +1,4 @@
-"""Reading input files without trusting them, and writing output files whole: every byte of the profiler's file I/O.
+"""Reading input files without trusting them: every byte the profiler reads from a file.
 
 Whatever a user names as a trace, baseline, budget, link profile or
 rocprofv3 output may be anything: a FIFO nobody writes to (opening it
@@ -13,13 +13,10 @@ thousands of digits, is a one-line error, not a `RecursionError` or
 `ValueError` traceback; `read_yaml` does the same for the small YAML
 files (budgets, link profiles).
 
-`write_atomically` writes through a temporary file beside the target and
-renames it over the target, so that an interrupted or failed write (Ctrl-C,
-a full disk) leaves the previous file or none, never half of one; the
-temporary file is created with mode 0666, so the kernel applies the umask
-and the result has the permissions any other tool's output has. Missing
-folders of the target are created, as every offload-prof command that
-writes a file promises.
+Writing is the linter's too: `offload_core.outfiles.write_atomically`
+writes every file the profiler makes (through a temporary file beside the
+target and a rename, so that an interrupted or failed write leaves the
+previous file or none; 0666 less the umask; missing folders created).
 """
 
 from __future__ import annotations
@@ -28,10 +25,8 @@ import gzip
 import io
 import json
 import os
-import secrets
 import stat
 import zlib
-from pathlib import Path
 from typing import Any, Final
 
 from .errors import TraceError
@@ -147,44 +142,6 @@ def json_type(value: Any) -> str:
     if isinstance(value, dict):
         return "an object"
     return f"a {type(value).__name__}"
-
-
-def write_atomically(target: Path, payload: bytes) -> None:
-    """Write `payload` to `target` through a temporary file in the same folder and a rename.
-
-    Creates missing folders; the file gets 0666 less the umask. On any
-    failure the temporary file is removed and the exception (an `OSError`
-    for a full disk or a folder that cannot be written) propagates.
-    """
-    # A trace is written after the program under test has run: an interrupted
-    # write must leave the previous file (or none), never a truncated one.
-    directory = target.parent if str(target.parent) else Path(".")
-    directory.mkdir(parents=True, exist_ok=True)
-    fd, tmp = _create_temporary(directory, target.name)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
-def _create_temporary(directory: Path, name: str) -> tuple[int, Path]:
-    """A new file beside the target, mode 0666 before the umask (`tempfile.mkstemp` makes 0600)."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-    for _ in range(100):
-        tmp = directory / f".{name}.{secrets.token_hex(6)}.tmp"
-        try:
-            return os.open(tmp, flags, 0o666), tmp
-        except FileExistsError:
-            continue
-    raise FileExistsError(f"cannot create a temporary file in {directory}")  # pragma: no cover
 
 
 def _read_at_most(fd: int, n: int) -> bytes:

@@ -39,12 +39,13 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
+from .analysis.diagnosis import analyse
 from .errors import ProfilerError
 from .guard import NoTransfers, Rules
 from .guard.records import name_sites
 from .outputs.html.page import Analysed, cell_html
 from .outputs.html.parts import Where
-from .outputs.report import analyse, render_report
+from .outputs.report import render_report
 from .trace.model import Run
 from .trace.records import Link, Site, relative_file
 

@@ -9,12 +9,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from ..errors import ProfilerError
 
 if TYPE_CHECKING:
+    from ..analysis.detectors import Finding
+    from ..analysis.verdict import Verdict
     from ..trace.model import Run
     from ..trace.records import Link
 
@@ -80,18 +83,37 @@ def write_stdout(text: str) -> None:
     A reader that went away (`offload-prof report x | head`) stays a
     `BrokenPipeError`, which `profiler.cli` ends on quietly.
     """
-    try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        raise
-    except OSError as exc:
-        raise ProfilerError(f"cannot write to standard output ({exc.strerror or exc})") from None
+    from offload_core.outfiles import write_stdout as write
+
+    write(text, lambda why: ProfilerError(f"cannot write to standard output ({why})"))
 
 
-def add_output_arguments(p: argparse.ArgumentParser) -> None:
-    """`--format text|json|html` and `-o FILE`, as `report` and `compare` take them."""
-    p.add_argument("--format", choices=("text", "json", "html"), default="text",
+@dataclass(frozen=True)
+class Shown:
+    """What `report` and `compare` render, in any format: the runs, their files, their findings and verdicts."""
+
+    runs: tuple[Run, ...]
+    paths: tuple[str, ...]
+    #: each run's (findings, verdict), as `profiler.analysis.diagnosis.analyse` gives them
+    diagnoses: tuple[tuple[list[Finding], Verdict | None], ...]
+    link: Link | None
+    top: int
+
+
+#: a `--format` of `report` or `compare`: the text of what is shown
+ShownWriter = Callable[[Shown], str]
+
+
+def html_page(shown: Shown) -> str:
+    """`--format html` of `report` and `compare`: one self-contained page, with the timeline."""
+    from ..outputs.html.page import named, render_page
+
+    return render_page(named(shown.runs, shown.paths, shown.diagnoses), link=shown.link, top=shown.top)
+
+
+def add_output_arguments(p: argparse.ArgumentParser, formats: Mapping[str, ShownWriter]) -> None:
+    """`--format` (a key of `formats`, text by default) and `-o FILE`, as `report` and `compare` take them."""
+    p.add_argument("--format", choices=tuple(formats), default="text",
                    help="output format (default: %(default)s); html: one self-contained page with the timeline")
     p.add_argument("-o", "--output", help="write to this file, its missing folders created (default: standard output)")
 
@@ -101,14 +123,11 @@ def write_output(text: str, output: str | None, what: str = "report") -> None:
     if output is None:
         write_stdout(text)
         return
-    from ..files import write_atomically
+    from offload_core.outfiles import write_report
 
     target = Path(output)
     check_writable(target, what)
-    try:
-        write_atomically(target, text.encode("utf-8"))
-    except OSError as exc:
-        raise ProfilerError(f"{target}: cannot write the {what} ({exc.strerror or exc})") from None
+    write_report(target, text, lambda why: ProfilerError(f"{target}: cannot write the {what} ({why})"))
     print(f"offload-prof: wrote {what} {target}", file=sys.stderr)
 
 

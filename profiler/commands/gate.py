@@ -14,17 +14,47 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from ..errors import ProfilerError
 from .common import abandon_stdout, check_writable, load_trace, write_stdout
 
 if TYPE_CHECKING:
     from ..outputs.baseline import Baseline
+    from ..outputs.gate import GateResult
     from ..trace.model import Run
 
 NAME = "gate"
 HELP = "fail CI on copy regressions against a baseline and a budget (exit 0 pass, 1 regression, 2 bad input)"
+
+#: a `--format` of the gate: (the checks' result, the run gated, `--report-url`) -> the gate's output
+GateWriter = Callable[["GateResult", "Run", "str | None"], str]
+
+
+def _text(result: GateResult, run: Run, report_url: str | None) -> str:
+    from ..outputs.gate import render
+
+    return render(result, "text", (), report_url)
+
+
+def _github(result: GateResult, run: Run, report_url: str | None) -> str:
+    """The failures as GitHub annotations, with the run's runtime findings annotated too."""
+    from ..analysis.diagnosis import analyse
+    from ..outputs.gate import finding_annotations, render
+    from .common import model_link
+
+    annotations = finding_annotations(run, analyse(run, model_link(run, None, False))[0], report_url)
+    return render(result, "github", annotations, report_url)
+
+
+def _json(result: GateResult, run: Run, report_url: str | None) -> str:
+    from ..outputs.gate import render
+
+    return render(result, "json", (), report_url)
+
+
+#: `--format` -> the writer of the gate's output in it (the option's choices are this table's keys)
+FORMATS: dict[str, GateWriter] = {"text": _text, "github": _github, "json": _json}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -45,7 +75,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rank", default="all", metavar="all|job|N",
                    help="for a distributed job: gate every rank's copies apart (all), their sums (job) or one rank's "
                         "(default: %(default)s; outside a job every choice gates the whole run)")
-    p.add_argument("--format", choices=("text", "github", "json"), default="text",
+    p.add_argument("--format", choices=tuple(FORMATS), default="text",
                    help="output format (default: %(default)s); github also annotates the run's runtime findings")
     p.add_argument("--report-url", default=os.environ.get("OFFLOAD_PROF_REPORT_URL") or None, metavar="URL",
                    help="with --format github: link every annotation to this HTML report (e.g. the URL of the "
@@ -60,7 +90,7 @@ def execute(args: argparse.Namespace) -> int:
 
     from ..outputs.baseline import Baseline
     from ..outputs.budget import load_budget, parse_tolerance
-    from ..outputs.gate import checks_for, evaluate, mismatches, render, target_failure
+    from ..outputs.gate import checks_for, evaluate, mismatches, target_failure
 
     run = load_trace(args.run)
     failure = target_failure(run)
@@ -101,15 +131,9 @@ def execute(args: argparse.Namespace) -> int:
     if result.checks == 0 and not args.allow_empty:
         raise ProfilerError("nothing to check: neither the run nor the baseline has copies, and no budget limit "
                             "applies; pass --allow-empty to accept that")
-    annotations: list[str] = []
-    if args.format == "github":
-        from ..outputs.gate import finding_annotations
-        from ..outputs.report import analyse
-        from .common import model_link
-
-        annotations = finding_annotations(run, analyse(run, model_link(run, None, False))[0], args.report_url)
+    text = FORMATS[args.format](result, run, args.report_url)
     try:
-        write_stdout(render(result, args.format, annotations, args.report_url))
+        write_stdout(text)
     except BrokenPipeError:  # the verdict stands whoever stopped reading it
         abandon_stdout()
     return result.exit_code

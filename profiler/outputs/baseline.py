@@ -22,9 +22,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
+from offload_core.outfiles import write_atomically
+
 from ..analysis.summary import Flow, totals
 from ..errors import TraceError
-from ..files import json_type, write_atomically
+from ..files import json_type
 from ..trace.model import Run, require_columns
 from ..trace.records import DIRECTION_NAMES, Direction, Meta, relative_file
 from ..trace.tracefile import read_json_document

@@ -21,13 +21,14 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
+from offload_core.outfiles import write_atomically
+
 from ..analysis.detectors import Finding
 from ..analysis.verdict import Verdict
-from ..files import write_atomically
+from ..phrases import saving_text
 from ..trace.job import job_of
 from ..trace.model import Run
 from ..trace.records import DIRECTION_NAMES, relative_file
-from .report import saving_text
 
 TRACKS = {"h2d": (1, "H2D copies"), "d2h": (2, "D2H copies"), "launch": (3, "kernels"), "sync": (4, "syncs"),
           "region": (5, "regions"), "memory": (6, "device memory"), "findings": (7, "findings"),

@@ -16,7 +16,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..files import write_atomically
+from offload_core.outfiles import write_atomically
+
 from ..trace.model import Run
 from ..trace.records import RECORD_FIELDS
 

@@ -24,13 +24,13 @@ from offload_core.github import annotation
 
 from ..analysis.detectors import Finding
 from ..analysis.summary import Flow, totals
+from ..phrases import saving_text
 from ..trace.job import job_of
 from ..trace.model import Run
 from ..trace.records import DIRECTION_NAMES, Direction, relative_file
 from ..units import fmt_bytes, fmt_ns, plural
 from .baseline import Baseline, FlowKey
 from .budget import Budget, Limit, SiteBudget, Tolerance
-from .report import saving_text
 
 #: why a check failed: more copies (or new ones), fewer (to accept), a budget limit, a time tolerance
 FailureKind = Literal["regression", "improvement", "budget", "time"]

@@ -1,4 +1,4 @@
-"""Text reports: `offload-prof report TRACE`, `offload-prof compare NAIVE BATCHED`, and the headline sentence.
+"""Text reports: `offload-prof report TRACE`, `offload-prof compare NAIVE BATCHED`, and the text the TUI would open on.
 
 Renderers only read a `Run` (through `profiler.analysis.summary`), the
 findings of `profiler.analysis.detectors` and the run's verdict
@@ -9,25 +9,27 @@ Findings are listed by expected saving, the largest first, with the
 saving up front. Measured and modelled
 figures are never mixed: modelled columns are headed with the link
 profile's name and a note says where the figures come from. The names of
-runs, call-site labels and the ratio sentence ("batched is 139x faster;
-99% of the naive run was copies") are the TUI's too, so they live here
-and the TUI draws them.
+runs, call-site labels and the headline's sentences ("batched is 139x
+faster; 99% of the naive run was copies") are the TUI's and the HTML
+page's too: they come from `profiler.phrases`. The tables' rows
+(`totals_rows`, `compare_rows`, `compare_sites`, `rank_table`) are the
+HTML page's too.
 """
-
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
-from ..analysis.detectors import Finding, detect, needs_fingerprints
-from ..analysis.ranks import JobSummary, job_findings, ranks_text, summarise
-from ..analysis.replay import Timeline
+from ..analysis.detectors import Finding, needs_fingerprints
+from ..analysis.diagnosis import analyse
+from ..analysis.ranks import ranks_text, summarise
 from ..analysis.summary import Flow, SiteSummary, Totals, by_site, totals
 from ..analysis.verdict import Verdict, verdict
+from ..phrases import exact_sentence, modelled_clause, ratio_sentence, run_names, saving_text, site_label, slowest_line
 from ..trace.job import job_of
 from ..trace.model import Run
-from ..trace.records import Link, Site, relative_file
+from ..trace.records import Link, relative_file
 from ..units import fmt_bytes, fmt_ns, fmt_ratio, plural
 
 
@@ -39,24 +41,6 @@ def table(rows: Sequence[Sequence[str]], header: Sequence[str], left: int = 1) -
         cells = [str(c).ljust(w) if i < left else str(c).rjust(w) for i, (c, w) in enumerate(zip(r, widths))]
         out.append("  " + "  ".join(cells).rstrip())
     return out
-
-
-def site_label(site: Site | None, cwd: str, column: bool = False) -> str:
-    """`file:line in function` (`file:line:column in function`), the file relative to the run's folder."""
-    if site is None:
-        return "(no call site)"
-    where = f"{site.line}:{site.column}" if column else f"{site.line}"
-    return f"{relative_file(site.file, cwd)}:{where} in {site.function}"
-
-
-def run_names(runs: Sequence[Run]) -> tuple[str, ...]:
-    """Their modes when the modes differ (naive, batched); else first, second."""
-    modes = [r.meta.mode or "run" for r in runs]
-    if len(runs) == 1:
-        return (modes[0],)
-    if len(set(modes)) == len(modes):
-        return tuple(modes)
-    return ("first", "second")[: len(runs)]
 
 
 def _flow_cells(f: Flow, modelled: bool) -> list[str]:
@@ -139,23 +123,6 @@ def sites_lines(sites: Sequence[SiteSummary], cwd: str, top: int, modelled: bool
     return lines
 
 
-def saving_text(f: Finding) -> str:
-    """`saves 11.3 ms (61%)`: the finding's expected saving and its share of the wall time."""
-    if f.expected_saving_ns is None:
-        return "saving not measurable on this backend"
-    share = f.saving_share
-    return f"saves {fmt_ns(f.expected_saving_ns)}" + ("" if share is None else f" ({_share_text(share)})")
-
-
-def _share_text(share: float) -> str:
-    """`61%`, `0.4%`, `<0.1%`."""
-    if share >= 0.095:
-        return f"{100 * share:.0f}%"
-    if share >= 0.001 or share == 0:
-        return f"{100 * share:.1f}%"
-    return "<0.1%"
-
-
 def finding_line(f: Finding, cwd: str) -> str:
     where = "<unknown>" if f.site is None else f"{relative_file(f.site.file, cwd)}:{f.site.line}:{f.site.column}"
     static = f" (static: {', '.join(f.related)})" if f.related else ""
@@ -187,20 +154,6 @@ def verdict_json(v: Verdict | None) -> dict[str, Any] | None:
     return {**asdict(v), "idle_ns": v.idle_ns, "busy_share": v.busy_share, "copy_share": v.share(v.copy_ns),
             "sync_share": v.share(v.sync_ns), "kernel_share": v.share(v.kernel_ns), "evidence": v.evidence(),
             "remedy": v.remedy()}
-
-
-def analyse(run: Run, link: Link | None) -> tuple[list[Finding], Verdict | None]:
-    """The findings and the verdict of `run`, from one inference of its timeline.
-
-    For a distributed job the findings are its ranks', each naming its
-    rank(s) (`profiler.analysis.ranks.job_findings`), and the job's own
-    (a rule that looks across ranks).
-    """
-    timeline = Timeline.of(run)
-    job = job_of(run)
-    if job is None:
-        return detect(run, link=link, timeline=timeline), verdict(run, timeline)
-    return job_findings(job, link), verdict(run, timeline)
 
 
 @dataclass(frozen=True)
@@ -241,16 +194,6 @@ def ranks_lines(run: Run, link: Link | None) -> list[str]:
     """A job's rank table (a row per rank, then the job), the slowest rank named; nothing for a run of no ranks."""
     t = rank_table(run, link)
     return [] if t is None else ["", t.title, *table(t.rows, t.head), *t.notes]
-
-
-def slowest_line(s: JobSummary) -> str:
-    """`slowest  rank 1: busy 12.0 ms, 2.00x rank 0's` (busy: copies, kernels and syncs; collectives left out)."""
-    slow, fast = s.slowest, s.fastest
-    if slow is None:
-        return "slowest  none: no rank recorded copies, kernels or syncs"
-    ratio = s.imbalance()
-    than = "" if ratio is None or fast is None else f", {ratio:.2f}x rank {fast.rank}'s"
-    return f"slowest  rank {slow.rank}: busy {fmt_ns(slow.busy_ns)}{than} (copies, kernels and syncs; time in collectives left out)"
 
 
 def render_report(run: Run, findings: Sequence[Finding], *, path: str, link: Link | None = None, top: int = 10,
@@ -400,104 +343,7 @@ def render_compare_json(
     return json.dumps(doc, indent=1) + "\n"
 
 
-# ------------------------------------------------------- the headline sentence
-def times(ratio: float) -> str:
-    """`139x`, `23.7x`, `4.21x`: three significant figures without exponents."""
-    if ratio >= 100:
-        return f"{ratio:.0f}x"
-    if ratio >= 10:
-        return f"{ratio:.1f}x"
-    return f"{ratio:.2f}x"
-
-
-def percent(part: float, whole: float) -> str:
-    """`73%`; never `100%` for less than the whole, `-` without a whole."""
-    if whole <= 0:
-        return "-"
-    share = 100.0 * part / whole
-    text = f"{share:.0f}%"
-    return "99%" if text == "100%" and part < whole else text
-
-
-Named = Sequence[tuple[str, Totals]]
-
-
-def exact_sentence(runs: Named) -> str:
-    """`batched: 67.6x fewer copies (17 vs 1,150), 60.6x fewer bytes (23.1 MB vs 1.4 GB)`, or `naive: 62 copies, 24.8 MB`.
-
-    Counts and bytes are the same on every machine and every run, so the
-    headline leads with them; times, which follow the machine's load, come
-    after (`ratio_sentence`).
-    """
-    (first, a), *rest = runs
-    if not rest:
-        return f"{first}: {plural(a.copies.count, 'copy', 'copies')}, {fmt_bytes(a.copies.nbytes)}"
-    second, b = rest[0]
-    x, y = a.copies, b.copies
-    if x.count == 0 and y.count == 0:
-        return f"no copies in either run ({first}, {second})"
-    if y.count == 0:
-        return f"{second}: no copies ({first}: {plural(x.count, 'copy', 'copies')}, {fmt_bytes(x.nbytes)})"
-    return (f"{second}: {_fewer(x.count, y.count, 'copies')} ({y.count:,} vs {x.count:,}), "
-            f"{_fewer(x.nbytes, y.nbytes, 'bytes')} ({fmt_bytes(y.nbytes)} vs {fmt_bytes(x.nbytes)})")
-
-
-def _fewer(base: int, other: int, what: str) -> str:
-    if other == base:
-        return f"as many {what}"
-    if other == 0:
-        return f"no {what}"
-    if other < base:
-        return f"{times(base / other)} fewer {what}"
-    return f"{times(other / base)} more {what}" if base else f"more {what}"
-
-
-def ratio_sentence(runs: Named, samples: Sequence[Sequence[int]] = ()) -> str:
-    """`batched is 139x faster; 99% of the naive run was copies` (or the one-run form), from (name, totals).
-
-    `samples` are the runs' wall times per repeat (`Meta.wall_samples_ns`)
-    when each was recorded several times, paired by position: the ratio is
-    then of the median runs, followed by how many repeats and the range of
-    the per-repeat ratios, so a reader sees how much the machine moved it.
-    """
-    (first, a), *rest = runs
-    share = percent(a.copies.ns, a.wall_ns)
-    if not rest:
-        return f"{share} of the {first} run was copies"
-    second, b = rest[0]
-    if a.wall_ns <= 0 or b.wall_ns <= 0:
-        return f"{second} and {first} have no wall time to compare; {share} of the {first} run was copies"
-    faster = a.wall_ns >= b.wall_ns
-    if faster:
-        speed = f"{second} is {times(a.wall_ns / b.wall_ns)} faster"
-    else:
-        speed = f"{second} is {times(b.wall_ns / a.wall_ns)} slower"
-    return f"{speed}{_spread(samples, faster)}; {share} of the {first} run was copies"
-
-
-def _spread(samples: Sequence[Sequence[int]], faster: bool) -> str:
-    """` (median of 5 repeats, range 0.95x-1.10x)`: the same ratio repeat by repeat, lowest and highest.
-
-    A range that straddles 1x says the difference in time is within what
-    the machine's load moves it.
-    """
-    if len(samples) != 2 or len(samples[0]) < 2 or len(samples[0]) != len(samples[1]):
-        return ""
-    pairs = [(x, y) for x, y in zip(*samples) if x > 0 and y > 0]
-    if len(pairs) != len(samples[0]):
-        return ""
-    ratios = [x / y if faster else y / x for x, y in pairs]
-    return f" (median of {len(ratios)} repeats, range {times(min(ratios))}-{times(max(ratios))})"
-
-
-def modelled_clause(runs: Named, link: Link | None) -> str:
-    """`modelled on pcie5-x16: copies 410 ms vs 0.2 ms` where a link applies."""
-    if link is None:
-        return ""
-    figures = " vs ".join(fmt_ns(t.copies.modelled_ns) for _, t in runs)
-    return f"modelled on {link.name}: copies {figures}"
-
-
+# ------------------------------------------------------- what the TUI would open on
 def render_runs(runs: Sequence[Run], paths: Sequence[str], link: Link | None) -> str:
     """What the TUI would open on, as text: `compare` and the headline's sentences for two runs, `report` for one."""
     if len(runs) == 1:

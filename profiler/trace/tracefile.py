@@ -24,8 +24,10 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol, Sequence
 
+from offload_core.outfiles import write_atomically
+
 from ..errors import TraceError
-from ..files import decode_json, json_type, read_input, write_atomically
+from ..files import decode_json, json_type, read_input
 from ..units import INT64_MAX, shown
 from .records import (DEVICE_KINDS, KINDS, MODES, OUTCOMES, SCHEMA_VERSION, SINGLE_PROCESS_FIELDS, Link, Meta, Process,
                       Rank, Record, Site)

@@ -7,6 +7,6 @@ on screen), `headline` (the totals and ratio, laid out to the width),
 the Ranks view's pane), then the widgets (`gridview`, `timeline`,
 `findings`, `help`) and `app`. The first five import no Textual, so
 tests can check what the views hold without starting an app. The TUI
-reads the trace, analysis and outputs rooms; the `tui` and `demo`
+reads the trace and analysis rooms and `profiler.phrases`; the `tui` and `demo`
 commands (`profiler.commands`) start it.
 """

@@ -29,7 +29,7 @@ from textual.widgets import Footer, Static
 
 from ..analysis.detectors import Finding
 from ..analysis.ranks import ranks_text
-from ..outputs.report import saving_text
+from ..phrases import saving_text
 from ..units import fmt_bytes, fmt_ns
 from .session import Trace
 

@@ -10,8 +10,8 @@ then the modelled link time where a link applies, then what was measured
 the runs were recorded several times), each sentence whole. On the NumPy
 backend copies are host memcpys, so a modelled copy time is a separate,
 labelled column and clause, never mixed into measured figures. The
-sentences are `profiler.outputs.report`'s, which the text mode of `tui`
-and `demo` prints too; this module lays them out. The last line gives
+sentences are `profiler.phrases`', which the text mode of `tui` and
+`demo` prints too; this module lays them out. The last line gives
 each run's verdict (what bounded it, with its deciding figure) once the
 detectors have judged the runs.
 
@@ -27,7 +27,7 @@ from typing import Sequence
 from rich.text import Text
 
 from ..analysis.summary import Totals
-from ..outputs.report import exact_sentence, modelled_clause, percent, ratio_sentence
+from ..phrases import exact_sentence, modelled_clause, percent, ratio_sentence
 from ..units import fmt_bytes, fmt_ns
 from .session import Session, Trace
 

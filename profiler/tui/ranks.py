@@ -3,7 +3,7 @@
 The table above it gives every rank's figures; what a user opens the
 view for is which rank held the job back, so the pane leads with
 `report`'s own "slowest" line for each job (the rank with the most busy
-time and its ratio to the fastest: `outputs.report.slowest_line`), then
+time and its ratio to the fastest: `phrases.slowest_line`), then
 the ranks the world had but the trace has not, then the highlighted row
 and how many findings Enter would list for it.
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from ..analysis.ranks import JobSummary, ranks_text
-from ..outputs.report import slowest_line
+from ..phrases import slowest_line
 from ..units import fmt_ns, plural
 from .session import Session
 

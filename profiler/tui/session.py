@@ -22,11 +22,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..analysis.detectors import Finding
+from ..analysis.diagnosis import analyse
 from ..analysis.launches import LaunchTable, launch_table
 from ..analysis.ranks import JobSummary, summarise
 from ..analysis.summary import KernelSummary, SiteSummary, Totals, by_kernel, by_site, totals
 from ..analysis.verdict import Verdict
-from ..outputs.report import analyse, run_names, site_label
+from ..phrases import run_names, site_label
 from ..trace.job import job_of
 from ..trace.model import Run
 from ..trace.records import Link, Site, relative_file

@@ -28,7 +28,7 @@ from profiler.cli import main
 from profiler.model import Link, Meta, Record, Run, Site
 from profiler.outputs.baseline import Baseline
 
-ROCPROF = (Path(__file__).parent / "cupti" / "data" / "rocprofv3_results.json").read_bytes()
+ROCPROF = (Path(__file__).parent / "sources" / "data" / "rocprofv3_results.json").read_bytes()
 SITE = Site("/work/app.py", 7, "loop", "offload(k, y, x)", 5)
 
 

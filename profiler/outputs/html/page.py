@@ -24,11 +24,11 @@ from typing import Sequence
 from ...analysis.detectors import Finding
 from ...analysis.summary import by_site, totals
 from ...analysis.verdict import Verdict
+from ...phrases import exact_sentence, modelled_clause, ratio_sentence, run_names, saving_text
 from ...trace.model import Run
 from ...trace.records import Link
 from ...units import fmt_bytes, fmt_ns, plural
-from ..report import (
-    compare_rows, compare_sites, exact_sentence, modelled_clause, ratio_sentence, run_names, saving_text)
+from ..report import compare_rows, compare_sites
 from .parts import (
     Where, file_where, findings_html, ranks_html, sites_html, suffix, table_html, totals_html, verdict_html)
 from .timeline import EXACT_LIMIT, timeline_data

@@ -3,7 +3,7 @@
 The page (`page`) and the notebook cell's report (`cell`) are built from
 these, so a figure reads the same in a browser, in a notebook and in the
 text report (the cells come from `profiler.outputs.report`'s rows and
-sentences wherever the text report has them). Every piece is static HTML:
+`profiler.phrases`' sentences wherever the text report has them). Every piece is static HTML:
 the key figures are in the DOM without the page's script, which only
 draws the timeline. Call sites are labelled by a `Where` function, so the
 page can print `app.py:12 in step` and a notebook `Cell In[3], line 4`.
@@ -23,10 +23,11 @@ from ...analysis.detectors import Finding, needs_fingerprints
 from ...analysis.ranks import ranks_text
 from ...analysis.summary import SiteSummary, Totals
 from ...analysis.verdict import Verdict, cause_text
+from ...phrases import saving_text
 from ...trace.model import Run
 from ...trace.records import Link, Site, relative_file
 from ...units import fmt_bytes, fmt_ns
-from ..report import rank_table, saving_text, totals_rows
+from ..report import rank_table, totals_rows
 
 #: how a call site is shown
 Where = Callable[[Site | None], str]

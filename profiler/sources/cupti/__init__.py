@@ -13,6 +13,7 @@ rocprofv3's output). The modules, in dependency order:
 * `convert`: a `Capture` -> `Run` records, in issue order.
 * `probe`: is cupti-python installed, is there an NVIDIA GPU (one-line errors).
 * `native`: libcupti's hot paths (API callbacks, activity buffers) through ctypes.
+* `callbacks`: what an API callback looks up on every call (the tracer's and the listening session's).
 * `buffers`: activity buffers lent to CUPTI and decoded in bulk with NumPy.
 * `listeners`: who must hear of a copy or sync while its Python line is on the stack (the transfer guard).
 * `tracer`: the live CUPTI session (with `native` and `listening`, the only code that calls CUPTI); it

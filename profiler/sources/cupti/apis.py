@@ -156,10 +156,13 @@ def resolve(apis: Iterable[Api], runtime_ids: Any, driver_ids: Any) -> dict[tupl
     return out
 
 
-_READERS: dict[Layout, Callable[[int], tuple[int | None, int | None, int | None, str | None]]] = {}
+#: a copy's parameter block address -> (dst, src, count, direction), each None where the layout lacks it
+CopyReader = Callable[[int], tuple[int | None, int | None, int | None, str | None]]
+
+_READERS: dict[Layout, CopyReader] = {}
 
 
-def copy_reader(layout: Layout) -> Callable[[int], tuple[int | None, int | None, int | None, str | None]]:
+def copy_reader(layout: Layout) -> CopyReader:
     """A function params address -> (dst, src, count, direction) for `layout`, reading the block in one unpack.
 
     It runs in the API callback for every copy, so the slots are read by a

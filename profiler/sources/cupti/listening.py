@@ -29,9 +29,10 @@ from typing import Any, Callable
 
 from ...errors import ProfilerError
 from . import tracer as tracer_module
-from .apis import APIS, COPY, DRIVER, RUNTIME, SYNC, Api, copy_reader, resolve
+from .apis import APIS, COPY, SYNC
+from .callbacks import CallbackTable, resolve_ids
 from .listeners import LISTENERS, Listener
-from .native import CallbackLayout, Native, unsubscribe_reporting
+from .native import Native, unsubscribe_reporting
 
 
 class Listening:
@@ -43,11 +44,7 @@ class Listening:
         self._subscriber: int | None = None
         self._pointer: Any = None
         self.errors: list[str] = []
-        c = cupti
-        table = resolve([a for a in APIS if a.role in (COPY, SYNC)], c.runtime_api_trace_cbid,
-                        c.driver_api_trace_cbid)
-        domains = {RUNTIME: int(c.CallbackDomain.RUNTIME_API), DRIVER: int(c.CallbackDomain.DRIVER_API)}
-        self._table = {(domains[d], cbid): api for (d, cbid), api in table.items()}
+        self._ids = resolve_ids(cupti, [a for a in APIS if a.role in (COPY, SYNC)])
 
     def start(self) -> Listening:
         """Subscribe, unless a recording holds CUPTI (its tracer calls the listeners then)."""
@@ -60,7 +57,7 @@ class Listening:
             return
         try:
             self._subscriber, self._pointer = self.native.subscribe(self._callback())
-            for domain, cbid in self._table:
+            for domain, cbid in self._ids:
                 self.native.enable_callback(self._subscriber, domain, cbid)
         except Exception as exc:
             self.pause()
@@ -80,15 +77,12 @@ class Listening:
             self.errors.append(f"{where}: {type(exc).__name__}: {exc}")
 
     def _callback(self) -> Callable[[Any, int, int, int], None]:
-        c = self.cupti
-        read = CallbackLayout(getattr(c, "callback_data_dtype", None)).reader()
-        enter_site = int(c.ApiCallbackSite.API_ENTER)
-        runtime = int(c.CallbackDomain.RUNTIME_API)
-        runtime_entries: dict[int, tuple[Api, Any]] = {}
-        driver_entries: dict[int, tuple[Api, Any]] = {}
-        for (domain_id, cbid_), api_ in self._table.items():
-            into = runtime_entries if domain_id == runtime else driver_entries
-            into[cbid_] = (api_, copy_reader(api_.layout) if api_.layout is not None else None)
+        table = CallbackTable.of(self.cupti, self._ids)
+        read = table.read
+        enter_site = table.enter_site
+        runtime = table.runtime_domain
+        runtime_entries = table.runtime
+        driver_entries = table.driver
         outer: dict[int, str] = {}  # thread -> role of the runtime copy or sync it is inside
         get_ident = threading.get_ident
         getframe = sys._getframe
@@ -103,25 +97,25 @@ class Listening:
                     return
                 where, params, _, _ = read(address)
                 tid = get_ident()
-                api, copy = entry
                 if where != enter_site:
                     if is_runtime:
                         outer.pop(tid, None)
                     return
                 if is_runtime:
-                    outer[tid] = api.role
+                    outer[tid] = entry.role
                 elif tid in outer:  # part of the runtime copy or sync around it, which was reported
                     return
                 if not listeners.fns:
                     return
                 direction = count = dst = src = None
+                copy = entry.copy
                 if copy is not None and params:
                     dst, src, count, direction = copy(params)
                 try:
                     frame = getframe(1)
                 except ValueError:
                     frame = None
-                listeners.call(api, frame, direction, count, dst, src)
+                listeners.call(entry.api, frame, direction, count, dst, src)
             except Exception as exc:
                 errors("in a CUDA API callback", exc)
 

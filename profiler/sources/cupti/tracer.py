@@ -11,10 +11,11 @@ registered with libcupti directly (`native`), not through cupti-python's
 wrappers, whose per-call objects cost ten times the copy they trace.
 
 The callback is the hot path (it runs twice per intercepted call), so on
-entry it does only this: read the callback record in one unpack, find the
-user frame (`frames`), read a copy's pointers from its parameter block
-(`apis`) and store one tuple under the correlation id. Filled activity
-buffers are only queued; `stop()` decodes them in bulk (`buffers`).
+entry it does only this: find the call in the table (`callbacks`), read
+the callback record in one unpack, find the user frame (`frames`), read
+a copy's pointers from its parameter block (`apis`) and file one tuple
+(`callbacks.Filed`) under the correlation id. Filled activity buffers
+are only queued; `stop()` decodes them in bulk (`buffers`).
 Fingerprints (when on) are taken on exit, and only of calls that
 succeeded, so that a bad pointer is CUDA's error to report and never a
 read by the profiler: an H2D's source as the call leaves (the program
@@ -54,11 +55,13 @@ from offload_core.borrows import fingerprint_bytes
 
 from ...errors import ProfilerError
 from . import activity as act
-from .apis import APIS, COPY, DRIVER, LAUNCH, RUNTIME, SYNC, Api, copy_reader, resolve
+from .apis import COPY, LAUNCH, SYNC, Api
 from .buffers import CStrings, Pool, record_dtypes, records_of
+from .callbacks import (
+    COUNT, DIRECTION, DST, ENTER_NS, INSTR, SRC, CallbackTable, Filed, Inside, Pending, resolve_ids)
 from .frames import FrameFilter
 from .listeners import LISTENERS
-from .native import CallbackLayout, Native, unsubscribe_reporting
+from .native import Native, unsubscribe_reporting
 from .probe import version_mismatch
 from .sampling import PER_WINDOW, PERIOD_S, LaunchSampler, LaunchSites
 
@@ -112,8 +115,8 @@ class Tracer:
         self.launch_sites: LaunchSites = launch_sites
         self._window = (launch_window, launch_pause_s)
         self.sampler: LaunchSampler | None = None
-        #: thread -> (site, instr, role) of the runtime call it is inside
-        self._outer: dict[int, tuple[Any, Any, str]] = {}
+        #: thread -> the runtime call it is inside
+        self._outer: dict[int, Inside] = {}
         #: every thread a call was heard from (the sampler's timer may only act for the main thread alone)
         self._threads: set[int] = set()
         self.frames = frames or FrameFilter()
@@ -124,8 +127,7 @@ class Tracer:
         self._t0 = 0
         self._t1: int | None = None
         self._capture: act.Capture | None = None
-        # correlation id -> (api, site, instr, direction, dst, src, count, enter_ns)
-        self._calls: dict[int, tuple[Any, ...]] = {}
+        self._calls: dict[int, Filed] = {}  # correlation id -> the call
         self._late: dict[int, str] = {}  # fingerprints, taken on exit once the bytes are final
         self._sync_ends: dict[int, int] = {}  # correlation id of a host sync -> CUPTI's clock as it returned
         self._errors: list[str] = []
@@ -151,14 +153,12 @@ class Tracer:
                 if _REGISTERED is not native:
                     native.register_buffers(_buffer_requested, _buffer_completed)
                     _REGISTERED = native
-                table = resolve(APIS, c.runtime_api_trace_cbid, c.driver_api_trace_cbid)
-                domains = {RUNTIME: int(c.CallbackDomain.RUNTIME_API), DRIVER: int(c.CallbackDomain.DRIVER_API)}
-                by_id = {(domains[d], cbid): api for (d, cbid), api in table.items()}
+                by_id = resolve_ids(c)
                 launches = [key for key, api in by_id.items() if api.role == LAUNCH]
                 if self.launch_sites == "sampled" and launches:  # made first: the callback switches through it
-                    self.sampler = LaunchSampler(self._switch(launches), per_window=self._window[0],
-                                                 period_s=self._window[1], on_reopen=self._forget_launches,
-                                                 main_only=self._main_only)
+                    per_window, period_s = self._window
+                    self.sampler = LaunchSampler(self._switch(launches), per_window=per_window, period_s=period_s,
+                                                 on_reopen=self._forget_launches, main_only=self._main_only)
                 if LISTENERS.session is not None:  # a guard's listening-only session gives CUPTI up meanwhile
                     LISTENERS.session.pause()
                 self._subscriber, self._pointer = native.subscribe(self._callback(by_id))
@@ -208,8 +208,8 @@ class Tracer:
         after another thread shut it left no exit; its driver launches would
         otherwise take that launch's site until its next runtime call.
         """
-        for tid, inside in list(self._outer.items()):
-            if inside[2] == LAUNCH:
+        for tid, (_, _, role) in list(self._outer.items()):
+            if role == LAUNCH:
                 self._outer.pop(tid, None)
 
     def halt(self) -> None:
@@ -316,8 +316,7 @@ class Tracer:
         """The host syncs the callbacks timed (entry to exit; a call nested in another sync is that one's)."""
         ends = self._sync_ends
         out = []
-        for corr, entry in list(self._calls.items()):
-            api, enter = entry[0], entry[7]
+        for corr, (api, _, _, _, _, _, _, enter) in list(self._calls.items()):
             if api.role == SYNC and enter and corr in ends:
                 out.append(act.Sync(corr, act.sync_type_of(api.name), enter, max(ends[corr], enter)))
         return out
@@ -331,8 +330,8 @@ class Tracer:
         return out
 
     # ------------------------------------------------------------ callback
-    def _callback(self, table: dict[tuple[int, int], Api]) -> Callable[[Any, int, int, int], None]:
-        """The API callback: CUPTI calls it on entry to and exit from every call of `table`.
+    def _callback(self, ids: dict[tuple[int, int], Api]) -> Callable[[Any, int, int, int], None]:
+        """The API callback: CUPTI calls it on entry to and exit from every call of `ids` (`callbacks.resolve_ids`).
 
         A runtime call (`cudaMemcpyAsync`) makes its driver call
         (`cuMemcpyHtoDAsync_v2`) inside it, on the same thread, and CUPTI
@@ -342,29 +341,24 @@ class Tracer:
         the conversion at the runtime call (`convert.call_of` prefers the
         call whose parameter block was read).
         """
-        c = self.cupti
+        table = CallbackTable.of(self.cupti, ids)
         calls = self._calls
         late = self._late
         sync_ends = self._sync_ends
         site_of = self.frames.site
         getframe = sys._getframe
         get_ident = threading.get_ident
-        timestamp = getattr(self.native, "timestamp", None) or c.get_timestamp
+        timestamp = getattr(self.native, "timestamp", None) or self.cupti.get_timestamp
         fingerprints = self.fingerprints
-        read = CallbackLayout(getattr(c, "callback_data_dtype", None)).reader()
-        enter_site = int(c.ApiCallbackSite.API_ENTER)
-        runtime = int(c.CallbackDomain.RUNTIME_API)
-        # cbid -> (api, its parameter-block reader or None), one table per domain: looked up on every callback
-        runtime_entries: dict[int, tuple[Api, Any]] = {}
-        driver_entries: dict[int, tuple[Api, Any]] = {}
-        for (domain_id, cbid_), api_ in table.items():
-            into = runtime_entries if domain_id == runtime else driver_entries
-            into[cbid_] = (api_, copy_reader(api_.layout) if api_.layout is not None else None)
+        read = table.read
+        enter_site = table.enter_site
+        runtime = table.runtime_domain
+        runtime_entries = table.runtime
+        driver_entries = table.driver
         outer = self._outer
         sampler = self.sampler
         threads = self._threads
-        #: thread -> an async D2H (corr, dst, count, instr) whose bytes are not known to be final
-        pending: dict[int, tuple[int, int, int, Any]] = {}
+        pending: dict[int, Pending] = {}  # thread -> its async D2H whose bytes are not known to be final
         awaiting: dict[int, int] = {}  # thread -> correlation id of the sync that makes them final
         errors = self.error
         listeners = LISTENERS
@@ -376,11 +370,11 @@ class Tracer:
                 if entry is None:
                     return
                 where, params, result, corr = read(address)
+                role = entry.role
                 if where != enter_site:
-                    role = entry[0].role
                     if role == SYNC:  # first: the host's wait ends here, not after this callback's work
                         timed = calls.get(corr)
-                        if timed is not None and timed[7]:
+                        if timed is not None and timed[ENTER_NS]:
                             sync_ends[corr] = timestamp()
                     if is_runtime:
                         outer.pop(get_ident(), None)
@@ -388,22 +382,23 @@ class Tracer:
                             is_runtime or get_ident() not in outer):  # a driver launch inside a runtime one: at its end
                         sampler.close()
                     if fingerprints:
-                        on_exit(entry[0], corr, result)
+                        on_exit(entry.api, corr, result)
                     return
-                api, copy = entry
+                api = entry.api
                 tid = get_ident()
                 threads.add(tid)
-                role = api.role
                 if role != LAUNCH and sampler is not None and not sampler.open:  # before `outer` is read: may clear it
                     sampler.tick()
                 nested = False  # a driver call inside a runtime call: the listeners heard of the runtime call
                 if not is_runtime:
                     inside = outer.get(tid)
-                    if inside is not None and inside[2] == role:  # the runtime call around it has the site
-                        if corr not in calls:  # the two may share one correlation id: keep the outer's arguments
-                            calls[corr] = (api, inside[0], inside[1], None, None, None, None, 0)
-                        return
-                    nested = inside is not None
+                    if inside is not None:
+                        outer_site, outer_instr, outer_role = inside
+                        if outer_role == role:  # the runtime call around it has the site
+                            if corr not in calls:  # the two may share one correlation id: keep the outer's arguments
+                                calls[corr] = (api, outer_site, outer_instr, None, None, None, None, 0)
+                            return
+                        nested = True
                 if role == LAUNCH and sampler is not None:
                     sampler.seen()
                 try:
@@ -416,11 +411,13 @@ class Tracer:
                 if pending:
                     waiting = pending.get(tid)
                     if waiting is not None:
-                        if api.role == SYNC and instr is not None and waiting[3] == instr:
+                        _, _, _, waiting_instr = waiting
+                        if role == SYNC and instr is not None and waiting_instr == instr:
                             awaiting[tid] = corr
                         else:  # the program ran on: the bytes may have changed since
                             del pending[tid]
                 calls[corr] = (api, site, instr, None, None, None, None, 0)  # kept if the block is unreadable
+                copy = entry.copy
                 if copy is None or not params:
                     if listeners.fns and (role == SYNC or role == COPY) and not nested:
                         listeners.call(api, frame)
@@ -438,27 +435,28 @@ class Tracer:
 
         def on_exit(api: Api, corr: int, result: int) -> None:
             if api.role == COPY:
-                entry = calls.get(corr)
-                if entry is None or not entry[6] or api.layout is None or not api.layout.flat:
+                filed = calls.get(corr)
+                if filed is None or not filed[COUNT] or api.layout is None or not api.layout.flat:
                     return
-                direction = entry[3]
-                host = entry[5] if direction == "h2d" else entry[4] if direction == "d2h" else None
+                direction = filed[DIRECTION]
+                host = filed[SRC] if direction == "h2d" else filed[DST] if direction == "d2h" else None
                 if not host or not _succeeded(result):
                     return
                 if direction == "h2d":
                     # still inside the call: the program cannot have touched the source since it began
-                    late[corr] = digest(host, entry[6])
+                    late[corr] = digest(host, filed[COUNT])
                 elif api.synchronous:
-                    late[corr] = digest(host, entry[6])
+                    late[corr] = digest(host, filed[COUNT])
                 else:
-                    pending[get_ident()] = (corr, host, entry[6], entry[2])
+                    pending[get_ident()] = (corr, host, filed[COUNT], filed[INSTR])
             elif api.role == SYNC and awaiting:
                 tid = get_ident()
                 if awaiting.get(tid) == corr:
                     del awaiting[tid]
                     d2h = pending.pop(tid, None)
                     if d2h is not None and _succeeded(result):
-                        late[d2h[0]] = digest(d2h[1], d2h[2])
+                        d2h_corr, d2h_host, d2h_count, _ = d2h
+                        late[d2h_corr] = digest(d2h_host, d2h_count)
 
         return on_api
 

@@ -78,7 +78,7 @@ def probe_finds(monkeypatch: pytest.MonkeyPatch, *, cupti: bool, gpu: bool) -> N
     a scope says is what the probe's answer makes of it; with both found
     it would start CUPTI for real, which only the GPU tests do.
     """
-    assert not (cupti and gpu), "CUPTI that can start is the fake CUPTI's (tests/profiler/cupti) or the GPU tests'"
+    assert not (cupti and gpu), "CUPTI that can start is the fake CUPTI's (tests/profiler/sources/cupti) or the GPU tests'"
     found = (object(), "") if cupti else (None, "No module named 'cupti'")
     driver = probe.Driver(device="NVIDIA H200", version="13.0") if gpu else probe.query_driver(None, ("libcuda.so.1",))
     monkeypatch.setattr(probe, "import_cupti", lambda: found)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from ..html.dom import cells, parse
+from ..outputs.html.dom import cells, parse
 
 nbformat = pytest.importorskip("nbformat", reason="nbformat is not installed (pip install -e '.[test]')")
 nbclient = pytest.importorskip("nbclient", reason="nbclient is not installed (pip install -e '.[test]')")

@@ -1,4 +1,4 @@
-"""A target that starts child processes, for tests/profiler/test_children.py; every process launches a few kernels.
+"""A target that starts child processes, for tests/profiler/sources/test_children.py; every process launches a few kernels.
 
     family.py mp METHOD         the target launches once, a multiprocessing child (METHOD) twice, the target once more
     family.py subprocess        a Python child through subprocess (3 launches), one run with -I, one with an

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from profiler.analysis.summary import Flow, Totals
-from profiler.outputs.report import exact_sentence, modelled_clause, percent, ratio_sentence, times
+from profiler.phrases import exact_sentence, modelled_clause, percent, ratio_sentence, times
 from profiler.tui.headline import headline
 
 from .kit import BATCHED, NAIVE, session

@@ -1,6 +1,6 @@
 """A stand-in for PyTorch where it is not installed: only what the profiler's torch.distributed recording touches.
 
-`tests/profiler/test_distributed_rules.py` puts this folder on PYTHONPATH
+`tests/profiler/analysis/test_distributed_rules.py` puts this folder on PYTHONPATH
 of a recorded job, so that the wrapping of `torch.distributed`'s
 functions, the bytes and addresses taken from their tensors and the call
 sites are checked in CI without PyTorch's wheels. It is never on the path
