@@ -19,8 +19,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from offload_core import outfiles
+
 from .. import __version__
-from . import formats as reporters
+from . import formats
 
 
 class OutputError(OSError):
@@ -38,19 +40,19 @@ def emit(session: Session, run: RunResult) -> int:
     rules = session.rules
     unsafe = session.unsafe
     if args.statistics:
-        report = reporters.statistics(items, rules, unsafe, as_json_list=args.format == "json")
+        report = formats.statistics(items, rules, unsafe, as_json_list=args.format == "json")
     elif args.format == "json":
-        report = reporters.as_json(items, rules, unsafe, {path: session.context_of(path) for path, _ in items})
+        report = formats.as_json(items, rules, unsafe, {path: session.context_of(path) for path, _ in items})
     elif args.format == "sarif":
         sources = {path: job.text for path, job in run.jobs.items()}
-        report = reporters.sarif(items, rules, __version__, sources, run.notebooks)
+        report = formats.sarif(items, rules, __version__, sources, run.notebooks)
     elif args.format == "github":
-        report = reporters.github(items, rules, unsafe, run.notebooks)
+        report = formats.github(items, rules, unsafe, run.notebooks)
     else:
-        report = reporters.text(items, rules, unsafe)
+        report = formats.text(items, rules, unsafe)
     summary = ""
     if args.format == "text":
-        summary = reporters.summary(items, unsafe)
+        summary = formats.summary(items, unsafe)
         if session.applied is not None and session.applied.fixed:
             n = session.applied.fixed
             summary = f"Fixed {n} finding{'s' if n != 1 else ''} in {session.applied.files} file{'s' if session.applied.files != 1 else ''}.\n" + summary
@@ -71,26 +73,9 @@ def write_stdout(text: str) -> None:
     A reader that went away (`offload-lint | head`) stays a BrokenPipeError:
     the CLI ends quietly on that, as other Unix tools do.
     """
-    try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        raise
-    except OSError as exc:
-        raise OutputError(f"cannot write the report to standard output: {exc.strerror or exc}") from None
+    outfiles.write_stdout(text, lambda why: OutputError(f"cannot write the report to standard output: {why}"))
 
 
 def write_report(path: Path, report: str) -> None:
-    """Write `report` to `path` whole, or raise `OutputError` and leave no partial file behind."""
-    opened = False
-    try:
-        with open(path, "w", encoding="utf-8") as fh:
-            opened = True
-            fh.write(report)
-    except OSError as exc:
-        if opened and path.is_file():  # truncated or half written: worse than no file
-            try:
-                path.unlink()
-            except OSError:
-                pass
-        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+    """Write `report` to `path` whole (in place: a device or FIFO works), or raise `OutputError` with no partial file."""
+    outfiles.write_report(path, report, lambda why: OutputError(f"cannot write {path}: {why}"), in_place=True)
