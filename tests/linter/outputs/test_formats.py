@@ -7,7 +7,7 @@ from pathlib import Path
 
 import jsonschema
 
-from linter.outputs import formats as reporters
+from linter.outputs import formats
 from linter.findings import Edit, Finding, Fix
 
 from ..kit import CATALOG, ROOT, lint
@@ -37,7 +37,7 @@ def _items(show_suppressed: bool = True) -> tuple[list[tuple[str, Finding]], dic
 
 def test_sarif_validates_against_the_official_schema() -> None:
     items, sources = _items()
-    log = json.loads(reporters.sarif(items, CATALOG.rules, "1.2.3", sources))
+    log = json.loads(formats.sarif(items, CATALOG.rules, "1.2.3", sources))
     assert VALIDATOR is jsonschema.Draft4Validator
     validate(log)
     run = log["runs"][0]
@@ -57,12 +57,12 @@ def test_sarif_validates_against_the_official_schema() -> None:
 
 
 def test_an_empty_sarif_log_is_valid_too() -> None:
-    validate(json.loads(reporters.sarif([], CATALOG.rules, "0", {})))
+    validate(json.loads(formats.sarif([], CATALOG.rules, "0", {})))
 
 
 def test_the_validator_rejects_a_broken_log() -> None:
     items, sources = _items()
-    log = json.loads(reporters.sarif(items, CATALOG.rules, "1.2.3", sources))
+    log = json.loads(formats.sarif(items, CATALOG.rules, "1.2.3", sources))
     log["runs"][0]["results"][0]["level"] = "fatal"
     try:
         validate(log)
@@ -74,7 +74,7 @@ def test_the_validator_rejects_a_broken_log() -> None:
 
 def test_github_escapes_properties_and_data() -> None:
     finding = Finding("OFF101", 3, 4, 3, 9, "50% of it,\nhere: now")
-    line = reporters.github([("a,b:c.py", finding)], CATALOG.rules, False)
+    line = formats.github([("a,b:c.py", finding)], CATALOG.rules, False)
     assert line == (
         "::warning file=a%2Cb%3Ac.py,line=3,col=4,endLine=3,endColumn=9,title=OFF101 transfer-in-loop"
         "::OFF101 50%25 of it,%0Ahere: now\n"
@@ -84,10 +84,10 @@ def test_github_escapes_properties_and_data() -> None:
 def test_text_marks_fixable_findings_by_safety() -> None:
     safe = Finding("OFF105", 1, 1, 1, 2, "m", Fix("t", "safe", (Edit(0, 1, "x"),)))
     unsafe = Finding("OFF101", 2, 1, 2, 2, "m", Fix("t", "unsafe", (Edit(0, 1, "x"),)))
-    assert reporters.text([("f.py", safe), ("f.py", unsafe)], CATALOG.rules, False) == (
+    assert formats.text([("f.py", safe), ("f.py", unsafe)], CATALOG.rules, False) == (
         "f.py:1:1: OFF105 [*] m\nf.py:2:1: OFF101 m\n"
     )
-    assert "OFF101 [*] m" in reporters.text([("f.py", unsafe)], CATALOG.rules, True)
-    assert reporters.summary([("f.py", safe), ("f.py", unsafe)], False) == (
+    assert "OFF101 [*] m" in formats.text([("f.py", unsafe)], CATALOG.rules, True)
+    assert formats.summary([("f.py", safe), ("f.py", unsafe)], False) == (
         "Found 2 findings.\n[*] 1 fixable with the `--fix` option.\n1 more fixable with `--fix --unsafe-fixes`."
     )
