@@ -66,3 +66,4 @@ class FileResult:
     source: str | None = field(default=None, compare=False)  # decoded text, kept only when fixing
     summary: object = None  # its functions for the project's call graph (an analysis.callgraph.Summary)
     told: tuple[str, ...] = ()  # the functions the project told it were hot (from other files' loops)
+    tests: bool | None = None  # does its code test something (test functions, pytest/unittest)? None: not read

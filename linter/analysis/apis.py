@@ -42,6 +42,7 @@ class Api:
     factory: bool
     returns: str | None  # "host" | "device" | None (from the kind)
     direction_arg: int | None = None  # cudaMemcpy(dst, src, n, kind): the argument naming the direction
+    blocking: bool = False  # the host waits for it (a copy back to pageable memory, a sync)
 
     @property
     def direction(self) -> str:
@@ -76,6 +77,7 @@ def _api(entry: ApiEntry) -> Api:
         factory=bool(extra.get("factory", False)),
         returns=str(extra["returns"]) if extra.get("returns") in ("host", "device") else None,
         direction_arg=extra.get("direction_arg") if isinstance(extra.get("direction_arg"), int) else None,
+        blocking=entry.blocking,
     )
 
 

@@ -102,8 +102,12 @@ class LoopFacts:
             return out
         use = self.calls.classify(node, scope)
         if use is not None:
-            if use.api.method == "set" and isinstance(node.func, cst.Attribute):
-                root = self.names.array_root(node.func.value, scope)
+            if use.api.method is not None and use.api.arg is not None and isinstance(node.func, cst.Attribute):
+                root = self.names.array_root(node.func.value, scope)  # d.set(h), buf.copy_from(h): writes d, buf
+                if root:
+                    out.add(root)
+            elif use.api.method is not None and use.api.arg is None and node.args:
+                root = self.names.array_root(node.args[0].value, scope)  # buf.copy_to(h): writes h
                 if root:
                     out.add(root)
             return out
@@ -122,10 +126,13 @@ class LoopFacts:
                     out.add(root)
             if method in PURE_METHODS:
                 return out
-        for arg in node.args:  # an unknown function may change what it is given
-            root = self.names.array_root(arg.value, scope)
-            if root:
-                out.add(root)
+        for arg in node.args:  # an unknown function may change what it is given, in a list too (`outputs=[c]`)
+            values = [e.value for e in arg.value.elements] if isinstance(arg.value, (cst.List, cst.Tuple)) else [
+                arg.value]
+            for value in values:
+                root = self.names.array_root(value, scope)
+                if root:
+                    out.add(root)
         return out
 
     def rebound_or_stored(self, loop: Loop) -> frozenset[str]:

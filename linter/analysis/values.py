@@ -52,6 +52,10 @@ HOST_METHODS = frozenset({
     "is_contiguous", "is_floating_point", "is_complex", "type", "storage_offset", "__len__", "nbytes",
     "item", "tolist", "get", "numpy", "cpu", "copy_to_host", "__array__", "block_until_ready", "keys", "items",
 })
+# Methods of files and I/O handles (kvikio's CuFile, cuda.core streams) that take a device buffer and give back
+# a future or a byte count: `fut = f.pread(buf); fut.get()` is no CuPy `.get()`.
+IO_METHODS = frozenset({"read", "write", "pread", "pwrite", "raw_read", "raw_write", "read_async", "write_async",
+                        "submit", "readinto", "send", "recv"})
 ANNOTATIONS = {
     "cupy.ndarray": "cupy", "cupy._core.core.ndarray": "cupy",
     "torch.Tensor": "torch" + MAYBE, "torch.FloatTensor": "torch" + MAYBE, "torch.LongTensor": "torch" + MAYBE,
@@ -232,6 +236,8 @@ class DeviceValues:
             receiver = self.taint(func.value, scope, depth + 1)
             if receiver is not None:
                 return None if func.attr.value in HOST_METHODS else receiver
+            if func.attr.value in IO_METHODS:
+                return None  # f.pread(buf) -> a future, fh.write(buf) -> a byte count: host objects
             return self._args_taint(call, scope, depth)
         callee = self.taint(func, scope, depth + 1) if isinstance(func, cst.Subscript) else None
         return callee or self._args_taint(call, scope, depth)

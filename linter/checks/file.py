@@ -114,5 +114,10 @@ class CheckedFile:
             Finding(code, r.start.line, r.start.column + 1, r.end.line, r.end.column + 1, message, fix)
         )
 
+    def reported(self, code: str, node: cst.CSTNode) -> bool:
+        """Has `code` been reported at `node` already (by a check that ran before)?"""
+        r = self.range(node)
+        return (code, r.start.line, r.start.column) in self._seen
+
     def fix(self, title: str, safety: str, edits: list[Edit]) -> Fix:
         return Fix(title, safety, tuple(sorted(edits, key=lambda e: (e.start, e.end))))

@@ -45,7 +45,7 @@ def replay(events: list[Event], start: int, end: int, handle: Handler, depth: in
 def round_trip(file: CheckedFile) -> None:
     sem = file.sem
     for scope in file.index.scopes:
-        origin: dict[str, tuple[int, str]] = {}  # name -> (line of the download, its API)
+        origin: dict[str, tuple[IndexedCall, str]] = {}  # name -> (the download, its API)
 
         def handle(event: Event, _: int) -> None:
             kind, name = event.kind, event.name
@@ -54,7 +54,7 @@ def round_trip(file: CheckedFile) -> None:
                 call = sem.names.call_at(value) if how == "=" else None
                 use = sem.calls.classify(call.node, call.scope) if call is not None else None
                 if use is not None and use.kind == "d2h":
-                    origin[name] = (file.line(call.node), use.api.display)
+                    origin[name] = (call, use.api.display)
                 else:
                     origin.pop(name, None)
             elif kind in ("aug", "store", "del"):
@@ -64,18 +64,29 @@ def round_trip(file: CheckedFile) -> None:
                 use = sem.calls.classify(call.node, call.scope)
                 moved = _moved_in_place(call)
                 if use is not None and use.kind == "d2h" and moved is not None:
-                    origin[moved] = (file.line(call.node), use.api.display)  # model.cpu(): the module moves
+                    origin[moved] = (call, use.api.display)  # model.cpu(): the module moves
                     return
                 if use is not None and use.kind == "h2d" and isinstance(use.data, cst.Name) and use.data.value in origin:
-                    line, source_api = origin[use.data.value]
-                    file.report(
-                        "OFF103", call.node, api=use.api.display, array=use.data.value,
-                        source_api=source_api, d2h_line=line,
-                    )
+                    down, source_api = origin[use.data.value]
+                    if not _exclusive(down, call):
+                        file.report(
+                            "OFF103", call.node, api=use.api.display, array=use.data.value,
+                            source_api=source_api, d2h_line=file.line(down.node),
+                        )
                 for changed in sem.loops.mutated_by(call):
                     origin.pop(changed, None)
 
         replay(scope.events, 0, len(scope.events), handle)
+
+
+def _exclusive(a: IndexedCall, b: IndexedCall) -> bool:
+    """Do the two calls sit on different arms of one `if` (`if cpu: x = asnumpy(x) else: x = asarray(x)`)?
+
+    The replay walks both arms one after the other, so a download in one
+    arm reaches an upload in the other; no run executes both.
+    """
+    taken = {id(test): branch for test, branch in a.conds}
+    return any(id(test) in taken and taken[id(test)] != branch for test, branch in b.conds)
 
 
 def _moved_in_place(call: IndexedCall) -> str | None:

@@ -64,9 +64,10 @@ def syncs(file: CheckedFile) -> None:
                 _judge_read_per_call(file, call, it, *read)
             continue
         use = sem.calls.classify(call.node, call.scope)
-        if use is not None and use.kind == "d2h" and use.api.library == "jax" or _is_device_get(file, call):
-            _metric_download(file, call, it, use.api.display if use is not None else "jax.device_get")
-            continue
+        if use is not None and use.kind == "d2h" and use.api.blocking or _is_device_get(file, call):
+            if _metric_download(file, call, it, use.api.display if use is not None else "jax.device_get",
+                                use.api.library if use is not None else "jax"):
+                continue
         if use is not None and use.kind == "sync" and file.enabled("OFF104") and _avoidable_wait(file, call, it):
             file.report("OFF104", call.node, api=use.api.display, where=it.where(file),
                         advice=("synchronise once after the loop, where the host needs the results" if it.loop
@@ -105,24 +106,33 @@ def _is_device_get(file: CheckedFile, call: IndexedCall) -> bool:
     return file.sem.names.qualify(call.node.func) == "jax.device_get"
 
 
-def _metric_download(file: CheckedFile, call: IndexedCall, it: Iteration, api: str) -> None:
-    """`jax.device_get(...)`, `np.array(x)` of a JAX array, per iteration, only to be summed or logged: OFF301.
+def _metric_download(file: CheckedFile, call: IndexedCall, it: Iteration, api: str, library: str) -> bool:
+    """A download per iteration only to be summed or logged (`jax.device_get(m)`, `np.asarray(x)`): OFF301.
 
     JAX dispatches asynchronously; a download blocks the host until the
-    value exists, so the next step cannot be queued meanwhile. A download
-    the host goes on to use (an argument of other work) is a copy, the copy
-    rules' business; only the metric use is said here.
+    value exists, so the next step cannot be queued meanwhile, and so with
+    every library whose copies back wait. A download the host goes on to
+    use (an argument of other work, kept in a list for after the loop) is a
+    copy, the copy rules' business; only the metric use is said here.
     """
     if not file.enabled("OFF301") or (it.loop is not None and file.sem.loops.rare_branch(call, it.loop)):
-        return
+        return False
     statement = call.small or (call.stmts[-1] if call.stmts else None)
     if statement is None:
-        return
+        return False
     purpose = UseFinder(it.body, file.sem.names.qualify, kept=False).of_read(statement, call.node)
-    if purpose == "metric":
-        file.report("OFF301", call.node, api=api, where=it.where(file),
-                    advice="keep the device results (a list, or a running sum) and `jax.device_get` them once "
-                           "per log interval")
+    if purpose != "metric":
+        return False
+    file.report("OFF301", call.node, api=api, where=it.where(file), advice=DOWNLOAD_ADVICE.get(
+        library, "add it up on the device and copy the total back once per log interval"))
+    return True
+
+
+DOWNLOAD_ADVICE = {
+    "jax": "keep the device results (a list, or a running sum) and `jax.device_get` them once per log interval",
+    "cupy": "add it up on the device (a CuPy scalar) and copy it back once per log interval",
+    "torch": "add it up on the device (`total += x.detach()`) and copy it back once per log interval",
+}
 
 
 def _tensor_read(file: CheckedFile, call: IndexedCall) -> tuple[str, cst.BaseExpression] | None:

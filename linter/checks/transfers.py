@@ -55,7 +55,7 @@ def transfers(file: CheckedFile) -> None:
         elif use.kind == "h2d" and use.data is not None and not once(call) and _python_values(file, call, use.data):
             if file.options("OFF108").get("constants", False) or _round_trip(file, call, use.data):
                 file.report("OFF108", call.node, **fields)
-        else:
+        elif not file.reported("OFF301", call.node):  # a metric's download is said once, as OFF301 (syncs.py)
             file.report("OFF106", call.node, **fields)
 
 
@@ -137,6 +137,19 @@ RANDOM_FILLS = frozenset({"random_", "uniform_", "normal_", "bernoulli_", "expon
 DEVICE_RNG = {"cupy": "cupy.random", "torch": "torch"}
 
 
+def _host_uses_too(call: IndexedCall, data: cst.BaseExpression) -> bool:
+    """Does the host read the drawn numbers itself in the same iteration (`r = np.random.rand(n)`, then `r.sum()`)?
+
+    Then drawing them on the device would not spare the host its copy: it
+    needs the numbers too (a host-side check, a label, a second library).
+    """
+    if not isinstance(data, cst.Name) or call.loop is None:
+        return False
+    loop = call.loop
+    uses = [e for e in call.scope.events[loop.start:loop.end] if e.kind == "load" and e.name == data.value]
+    return len(uses) > 1  # the upload's own read, and another
+
+
 def _random_source(file: CheckedFile, call: IndexedCall, data: cst.BaseExpression) -> cst.Call | None:
     """The host random draw `data` is (directly, through a fill method, or by the name's reaching binding)."""
     sem = file.sem
@@ -168,7 +181,7 @@ def _host_random(file: CheckedFile, call: IndexedCall, use: Classified) -> bool:
     if use.api.library not in DEVICE_RNG or use.data is None or call.loop is None or once(call):
         return False  # drawn once (setup, a warm-up input): the copy is paid once
     draw = _random_source(file, call, use.data)
-    if draw is None:
+    if draw is None or _host_uses_too(call, use.data):
         return False
     sem = file.sem
     qualname = sem.names.qualify(draw.func) or ""

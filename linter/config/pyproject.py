@@ -61,9 +61,9 @@ class Config:
     cache_dir: Path | None = None
     contexts: ContextMap = field(default_factory=ContextMap)
 
-    def context_of(self, path: Path) -> str:
-        """library, test, benchmark, example or notebook (see contexts.py)."""
-        return self.contexts.context_of(relative(path, self.root))
+    def context_of(self, path: Path, tests: bool | None = None) -> str:
+        """library, test, benchmark, example or notebook (see contexts.py); `tests`: does its code test?"""
+        return self.contexts.context_of(relative(path, self.root), tests)
 
     def excluded(self, path: Path) -> bool:
         rel = relative(path, self.root)

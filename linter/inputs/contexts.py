@@ -58,11 +58,21 @@ class ContextMap:
     patterns: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: DEFAULT_PATTERNS)
     ignore: Mapping[str, frozenset[str]] = field(default_factory=lambda: MappingProxyType({}))
 
-    def context_of(self, rel: str) -> Context:
-        """The context of a path relative to the configuration's folder (posix separators)."""
+    def context_of(self, rel: str, tests: bool | None = None) -> Context:
+        """The context of a path relative to the configuration's folder (posix separators).
+
+        `tests` is what the file's code says (it defines `test_*` functions or
+        `Test*` classes, or imports pytest or unittest), when known. A file
+        that only its name calls a test (`test_time_augmentation.py` in a
+        library package) and whose code says otherwise is library code.
+        """
         for context in PATTERNED:
-            if matches(rel, self.patterns.get(context, ())):
-                return context
+            patterns = self.patterns.get(context, ())
+            if not matches(rel, patterns):
+                continue
+            if context == "test" and tests is False and not matches(rel.rpartition("/")[0], patterns):
+                continue  # only the file name matched, and the code is no test
+            return context
         return "notebook" if rel.endswith(".ipynb") else "library"
 
     def silenced(self, context: str) -> frozenset[str]:

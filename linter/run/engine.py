@@ -35,6 +35,7 @@ import libcst as cst
 from ..analysis.apis import ApiIndex
 from ..analysis.callgraph import Hot
 from ..analysis.project import KernelIndex
+from ..analysis.scopes import ModuleIndex
 from ..analysis.semantics import Semantics
 from ..analysis.walk import build_index
 from ..checks.file import CheckedFile
@@ -184,7 +185,16 @@ def _lint(
     findings = suppressions.apply(file.findings, text.splitlines()) if file.findings else []
     findings.sort(key=lambda f: f.sort_key)
     needs = tuple(sorted(sem.kernels.needs.items(), key=lambda kv: kv[0]))
-    return FileResult(path, tuple(findings), exports, needs, summary=summary, told=told)
+    return FileResult(path, tuple(findings), exports, needs, summary=summary, told=told, tests=_tests(index))
+
+
+def _tests(index: ModuleIndex) -> bool:
+    """Does the module test something: `test_*` functions, `Test*` classes, pytest or unittest imported?"""
+    if any(q.split(".")[0] in ("pytest", "unittest") for q in index.aliases.values()):
+        return True
+    module = index.scopes[0]
+    return any(name.startswith(("test_", "Test")) and any(how == "def" for how, _ in values)
+               for name, values in module.assigns.items())
 
 
 def lint_bytes(

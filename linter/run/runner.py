@@ -203,8 +203,8 @@ def _lint_chunk(chunk: list[Job], sigs: dict, hots: Mapping[str, Mapping[str, Ho
 
 class Runner:
     def __init__(self, settings: RuleSettings, apis: ApiIndex, cache: Cache, jobs: int, progress: bool,
-                 drives: Callable[[str], bool] = lambda path: True) -> None:
-        """`drives(path)`: may this file's loops make other files' functions hot (no for a test's loops)?"""
+                 drives: Callable[[FileResult], bool] = lambda result: True) -> None:
+        """`drives(result)`: may this file's loops make other files' functions hot (no for a test's loops)?"""
         self.settings = settings
         self.drives = drives
         self.apis = apis
@@ -335,14 +335,14 @@ class Runner:
         return out
 
 
-def _project_hot(done: Mapping[str, FileResult], drives: Callable[[str], bool]) -> dict[str, dict[str, Hot]]:
+def _project_hot(done: Mapping[str, FileResult], drives: Callable[[FileResult], bool]) -> dict[str, dict[str, Hot]]:
     """Per file, its functions that other files' loops or roles make hot (what its own summary cannot see).
 
     A test's loops run a function over a few cases, not once per step of
     real work: files `drives` refuses give the graph their edges but no roots.
     """
     summaries = {path: r.summary for path, r in done.items() if isinstance(r.summary, Summary)}
-    hot = hot_functions(s if drives(path) else replace(s, roots=()) for path, s in summaries.items())
+    hot = hot_functions(s if drives(done[path]) else replace(s, roots=()) for path, s in summaries.items())
     out: dict[str, dict[str, Hot]] = {}
     for path, summary in summaries.items():
         mine = {q: hot[q] for q in summary.functions if q in hot and q not in summary.hot_here}

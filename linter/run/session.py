@@ -70,6 +70,7 @@ class Session:
         )
         self.cache = Cache(directory, salt)
         self.applied = None  # set by --fix: an Applied
+        self._tests: dict[str, bool | None] = {}  # path -> does its code test something (from the run)
 
     @property
     def unsafe(self) -> bool:
@@ -77,15 +78,20 @@ class Session:
 
     def run(self, paths: Sequence[Path]) -> RunResult:
         files = discover(paths, self.config)
-        drives = lambda path: self.context_of(path) != "test"  # noqa: E731
+        def drives(result: FileResult) -> bool:
+            return self.config.context_of(Path(result.path), result.tests) != "test"
+
         with Runner(self.settings, self.apis, self.cache, self.args.jobs, progress=True, drives=drives) as runner:
-            return runner.run(files)
+            run = runner.run(files)
+        self._tests = {r.path: r.tests for r in run.results}
+        return run
 
     def errors(self, run: RunResult) -> list[FileResult]:
         return [r for r in run.results if r.error is not None]
 
     def context_of(self, path: str) -> str:
-        return self.config.context_of(Path(path))
+        """The file's context, with what its code says of being a test (once the run has read it)."""
+        return self.config.context_of(Path(path), self._tests.get(path))
 
     def visible(self, result: FileResult) -> list[Finding]:
         """The findings a user sees: minus per-file ignores and the rules the file's context silences."""
