@@ -142,7 +142,22 @@ class Calls:
         data = argument(call, api.arg, None) if api.arg is not None else receiver
         if kind == "h2d" and api.arg is None and self.values.device_at(receiver, self.names.call_at(call)):
             return None
+        if api.call is None and api.method in ("copy_from", "copy_to") and self._host_buffer(receiver, scope):
+            kind = "d2h" if kind == "h2d" else "h2d"  # pinned.copy_from(dev_buf): the host buffer is the destination
         return Classified(api, kind, data)
+
+    def _host_buffer(self, expr: cst.BaseExpression, scope: Scope) -> bool:
+        """A buffer in host memory: named so (`pinned`, `host_buf`), or allocated by a pinned/host memory resource."""
+        name = expr.attr.value if isinstance(expr, cst.Attribute) else expr.value if isinstance(expr, cst.Name) else ""
+        if any(word in name.lower() for word in ("pinned", "host", "cpu")):
+            return True
+        if isinstance(expr, cst.Name):
+            for how, value in self.names.assignments(expr.value, scope):
+                if how == "=" and isinstance(value, cst.Call):
+                    text = self.names.idx.module.code_for_node(value.func)
+                    if "Pinned" in text or "Host" in text:
+                        return True
+        return False
 
     def destination(self, expr: cst.BaseExpression | None, scope: Scope, depth: int = 0) -> str | None:
         """"device", "cpu" or None (not a device, e.g. a dtype) for a torch-style device argument."""
@@ -171,10 +186,14 @@ class Calls:
                 return "device"
             if found == {"cpu"}:
                 return "cpu"
+            if "cpu" in expr.value.lower():
+                return "cpu"  # `cpu_device`, bound elsewhere to torch.device("cpu")
             if DEVICE_NAME.search(expr.value) or self.values.array_lib(expr, scope) is not None:
                 return "device"  # a device, or a tensor: `.to(grad)` goes where `grad` lives
             return None
         if isinstance(expr, cst.Attribute):
+            if "cpu" in expr.attr.value.lower():
+                return "cpu"  # self._cpu_device = torch.device("cpu") in __init__
             if DEVICE_NAME.search(expr.attr.value):
                 return "device"
             if expr.attr.value == "device" or self.values.array_lib(expr, scope) is not None:

@@ -36,7 +36,8 @@ CONTAINER_METHODS = frozenset({"append", "extend", "insert", "appendleft", "add"
 RECORDING_FUNCTIONS = frozenset({"builtins.print", "logging.info", "logging.debug", "logging.warning", "builtins.str",
                                  "builtins.format", "builtins.repr", "builtins.round"})
 NUMERIC_FUNCTIONS = frozenset({"builtins.max", "builtins.min", "builtins.abs", "builtins.float", "builtins.int",
-                               "math.sqrt", "math.log", "math.exp"})
+                               "math.sqrt", "math.log", "math.exp", "numpy.sum", "numpy.mean", "numpy.asarray",
+                               "numpy.array", "numpy.float32", "numpy.float64", "numpy.max", "numpy.min"})
 CONTROL_FUNCTIONS = frozenset({"builtins.range", "builtins.slice"})
 
 

@@ -124,7 +124,11 @@ def _counts(file: CheckedFile) -> None:
             continue
         data = func.value if qualname is None and isinstance(func, cst.Attribute) else (
             call.node.args[0].value if call.node.args else None)
-        if data is None or device_lib(file, data, call.scope, it) is None:
+        if data is None:
+            continue
+        method_of_step = qualname is None and sem.functions.torch and (
+            it.hot is not None or sem.functions.hot(call.scope) is not None)  # `x.nonzero()` in a loss: a tensor's
+        if not method_of_step and device_lib(file, data, call.scope, it) is None:
             continue
         path = path_to(call.small, call.node)
         if not path or len(path) < 2 or not _counted(file, path):

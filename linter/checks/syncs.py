@@ -32,7 +32,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.scopes import IndexedCall, Loop, Unpack
-from ..analysis.uses import UseFinder
+from ..analysis.uses import UseFinder, path_to
 from .file import CheckedFile
 from .iteration import Iteration, iteration_of
 from .registry import check
@@ -199,7 +199,12 @@ def _judge_read(file: CheckedFile, call: IndexedCall, loop: Loop, api: str, valu
     while body.kind == "comp" and body.parent is not None:
         body = body.parent  # `{k: v.item() for ...}`: what the statement loop does with the comprehension
     purpose = UseFinder(body.node, sem.names.qualify).of_read(statement, call.node)
-    if purpose == "metric" and file.enabled("OFF301"):
+    if purpose == "metric" and _divisor(call) and sem.values.array_lib(value, call.scope) in ("cupy", "torch"):
+        if file.enabled("OFF104"):  # `c /= float(n.sum())`: no metric, a conversion the division does not need
+            file.report("OFF104", call.node, api=api, loop_line=file.line(loop.node),
+                        advice="divide by the device value itself (drop the conversion): the quotient stays on "
+                               "the device")
+    elif purpose == "metric" and file.enabled("OFF301"):
         file.report("OFF301", call.node, api=api, loop_line=file.line(loop.node), advice=metric_advice(file, value, call))
     elif purpose == "control" and file.enabled("OFF104") and file.options("OFF104").get("control-flow", False):
         file.report("OFF104", call.node, api=api, loop_line=file.line(loop.node),
@@ -215,6 +220,8 @@ def _judge_read_per_call(file: CheckedFile, call: IndexedCall, it: Iteration, ap
     """
     sem = file.sem
     lib = sem.values.device_lib(value, call.scope) or sem.values.array_lib(value, call.scope)
+    if lib is None and sem.functions.torch and api.startswith("torch ."):
+        lib = "torch"  # `x.item()` in a loss: what `_tensor_read` took for a tensor
     if lib is None or (sem.values.device_lib(value, call.scope) is None and lib != "torch"):
         return
     statement = call.small or (call.stmts[-1] if call.stmts else None)
@@ -235,6 +242,21 @@ def metric_advice(file: CheckedFile, value: cst.BaseExpression, call: IndexedCal
     if lib == "numba":
         return "add it up on the device and copy the total back once per log interval"
     return "add it up on the device (`total += loss.detach()`) and read it once per log interval"
+
+
+def _divisor(call: IndexedCall) -> bool:
+    """Is the read the divisor of a division (`c /= float(n.sum())`, `a / u.sum().item()`)?"""
+    statement = call.small
+    if statement is None:
+        return False
+    path = path_to(statement, call.node)
+    if not path or len(path) < 2:
+        return False
+    parent = path[-2]
+    if isinstance(parent, cst.AugAssign) and isinstance(parent.operator, cst.DivideAssign):
+        return parent.value is call.node
+    return isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Divide) and \
+        parent.right is call.node
 
 
 def _element_source(file: CheckedFile, call: IndexedCall, loop: Loop, value: cst.BaseExpression) -> str | None:

@@ -52,6 +52,8 @@ def transfers(file: CheckedFile) -> None:
         if sem.loops.invariant_in(call, loop) and not _collected(call):
             fix = hoist_fix(file, call, use) if file.enabled("OFF101") else None
             file.report("OFF101", call.node, fix, **fields)
+        elif use.kind == "h2d" and _device_in_list(file, call, use.data):
+            file.report("OFF108", call.node, **fields)  # torch.tensor([t_dev * k], device=...): read, then sent back
         elif use.kind == "h2d" and use.data is not None and not once(call) and _python_values(file, call, use.data):
             if file.options("OFF108").get("constants", False) or _round_trip(file, call, use.data):
                 file.report("OFF108", call.node, **fields)
@@ -202,6 +204,14 @@ def _host_random(file: CheckedFile, call: IndexedCall, use: Classified) -> bool:
 
 PYTHON_BUILDERS = frozenset({"builtins.list", "builtins.tuple", "builtins.int", "builtins.float", "builtins.len",
                              "builtins.range", "builtins.sorted", "builtins.sum", "builtins.min", "builtins.max"})
+
+
+def _device_in_list(file: CheckedFile, call: IndexedCall, data: cst.BaseExpression | None) -> bool:
+    """A list literal holding a device value: each element is read to the host, then the list is uploaded."""
+    if not isinstance(data, (cst.List, cst.Tuple)):
+        return False
+    return any(not isinstance(e, cst.StarredElement) and file.sem.values.device_lib(e.value, call.scope) is not None
+               for e in data.elements)
 
 
 def _round_trip(file: CheckedFile, call: IndexedCall, data: cst.BaseExpression, depth: int = 0) -> bool:
