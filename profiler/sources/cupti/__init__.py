@@ -18,6 +18,8 @@ rocprofv3's output). The modules, in dependency order:
 * `tracer`: the live CUPTI session (with `native` and `listening`, the only code that calls CUPTI); it
   also calls the listeners.
 * `listening`: a listening-only CUPTI session for the listeners while no recording runs.
+* `jaxcalls`: JAX's copy calls as the program made them (wrapped while a recording runs).
+* `runtimecopies`: the copies JAX's threads made, given the line of the call that asked for them.
 * `recorder`: `CuptiRecorder`, the `Recorder` interface `offload-prof run --source cupti` uses.
 
 Importing this package imports neither cupti-python nor CuPy: cupti-python

@@ -116,6 +116,9 @@ class Tracer:
         self._outer: dict[int, tuple[Any, Any, str]] = {}
         #: every thread a call was heard from (the sampler's timer may only act for the main thread alone)
         self._threads: set[int] = set()
+        #: correlation id of each copy call -> the thread that made it (a runtime's own threads copy for the
+        #: user's calls: `runtimecopies`)
+        self.copy_threads: dict[int, int] = {}
         self.frames = frames or FrameFilter()
         self.filled: list[tuple[Any, int]] = []  # activity buffers CUPTI returned, with their valid bytes
         self._subscriber: int | None = None
@@ -363,6 +366,7 @@ class Tracer:
         outer = self._outer
         sampler = self.sampler
         threads = self._threads
+        copy_threads = self.copy_threads
         #: thread -> an async D2H (corr, dst, count, instr) whose bytes are not known to be final
         pending: dict[int, tuple[int, int, int, Any]] = {}
         awaiting: dict[int, int] = {}  # thread -> correlation id of the sync that makes them final
@@ -394,6 +398,8 @@ class Tracer:
                 tid = get_ident()
                 threads.add(tid)
                 role = api.role
+                if role == COPY:
+                    copy_threads[corr] = tid
                 if role != LAUNCH and sampler is not None and not sampler.open:  # before `outer` is read: may clear it
                     sampler.tick()
                 nested = False  # a driver call inside a runtime call: the listeners heard of the runtime call
