@@ -472,14 +472,13 @@ def _run_traced(
             v = values[i]
             name = params[i].name
             start = perf_counter_ns()
-            dev = be.empty(v.shape, v.dtype, device_layout(v))
-            dev_args[i] = dev
+            dev_args[i] = be.empty(v.shape, v.dtype, device_layout(v))  # no other reference: see the frees below
             ptr = data_pointer(v)
             temps.append((i, ptr, False))
             trace.host("alloc", start, v.nbytes, False, name, ptr)
             if params[i].reads:
                 mark = trace.mark()
-                be.upload(v, dev)
+                be.upload(v, dev_args[i])
                 pinned = be.is_pinned(v)
                 temps[-1] = (i, ptr, pinned)
                 trace.device("h2d", mark, v.nbytes, pinned, name, ptr, fingerprint(v) if fingerprints else None)
@@ -521,6 +520,9 @@ def _run_traced(
         for i, ptr, pinned in temps:
             start = perf_counter_ns()
             be.free(dev_args[i])
+            # the last reference: the memory goes back (a pool's, or the C library's, which may return it to the
+            # operating system) inside the free's record, where a fix that drops the free can price it
+            dev_args[i] = None
             trace.host("free", start, values[i].nbytes, pinned, params[i].name, ptr)
 
 

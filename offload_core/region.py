@@ -305,6 +305,9 @@ class region:  # noqa: N801 - a context manager used like a keyword, as contextl
                 m.released = True
                 mark = be.host_mark()
                 be.free(m.device)
+                # the last reference (plans were dropped by invalidate()): the memory goes back inside the free's
+                # record, where a fix that drops the free can price it; a released mapping has no device array
+                m.device = None  # type: ignore[assignment]
                 if BUS.subscribers:
                     self._emit_copy("free", m, m.host, mark, host=True)
             self._held = []

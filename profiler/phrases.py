@@ -42,9 +42,15 @@ def run_names(runs: Sequence[Run]) -> tuple[str, ...]:
 
 
 def saving_text(f: Finding) -> str:
-    """`saves 11.3 ms (61%)`: the finding's expected saving and its share of the wall time."""
+    """`saves 11.3 ms (61%)`: the finding's expected saving and its share of the wall time.
+
+    A saving of nothing beside time lost says why instead (`Finding.unsaved`): `saves 0 ns` next to
+    `16 ms lost` would read as a contradiction.
+    """
     if f.expected_saving_ns is None:
         return "saving not measurable on this backend"
+    if f.unsaved and not f.expected_saving_ns:
+        return f"saves nothing ({f.unsaved})"
     share = f.saving_share
     return f"saves {fmt_ns(f.expected_saving_ns)}" + ("" if share is None else f" ({_share_text(share)})")
 

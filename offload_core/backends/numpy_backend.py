@@ -7,6 +7,17 @@ the host clock, and kernels only ever see the device twins, never the
 caller's arrays. A bug that reads a host array directly, or forgets a copy
 back, shows up here as a wrong answer, not only on a GPU.
 
+Device memory is committed when it is allocated, as `cudaMalloc` commits
+it: `empty` writes a byte in each page, so the page faults a fresh
+allocation costs (every allocation the C library takes from the operating
+system) are paid there, inside the launch's `alloc` record, and not in
+whichever copy or kernel first writes the array; the launch drops its
+last reference to a temporary inside its `free` record, so what giving the
+memory back costs is there too. A fix that keeps an array resident drops
+those records, and the replay prices what they cost (docs/profiler.md,
+"What a fix saves"). When the C library reuses memory it kept, the pages
+are already there and the writes cost about a microsecond per 2 MiB.
+
 An optional `capacity` (bytes; `OFFLOAD_NUMPY_CAPACITY` in the environment)
 makes device memory finite, so out-of-memory handling is testable without
 a GPU.
@@ -15,6 +26,7 @@ a GPU.
 from __future__ import annotations
 
 import math
+import mmap
 import os
 import threading
 from typing import Any, Sequence
@@ -25,6 +37,10 @@ from ..errors import BackendError, DeviceMemoryError
 from ..kernels import Kernel
 from ..residency import PresentTable
 from .base import Backend
+
+
+#: bytes of a memory page: writing one byte in each commits a fresh allocation's memory
+_PAGE = mmap.PAGESIZE
 
 
 def _capacity_from_env() -> int | None:
@@ -73,6 +89,7 @@ class NumpyBackend(Backend):
             # One flat byte buffer per allocation, viewed with the requested
             # strides, so that `view()` can address any byte of it.
             raw = np.empty(max(nbytes, 1), dtype=np.uint8)
+            raw[::_PAGE] = 0  # commit the pages now, as cudaMalloc does (module docstring)
         except MemoryError:
             with self._counting:
                 self.in_use -= nbytes

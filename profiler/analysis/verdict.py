@@ -19,7 +19,11 @@ split into four parts that do not overlap, from the device's side:
 The largest part names the verdict: device-bound, transfer-bound,
 sync-bound or host-bound. On the NumPy backend the host thread does the
 copies and kernels itself, so there is no queue to drain and no gap is
-charged to a wait. The evidence figures (busy share, copy and sync share,
+charged to a wait; and a launch's allocations and frees of its per-launch
+device arrays count with its copies (`allocations`): allocating commits
+fresh memory there, the first-touch page faults the copies into it paid
+before the backend committed it at allocation, and keeping the arrays
+resident is what saves both. The evidence figures (busy share, copy and sync share,
 launch rate, the lines behind the idle time) come with it, so a report
 can show why.
 """
@@ -31,6 +35,7 @@ from typing import Callable, Final, Literal
 
 import numpy as np
 
+from ..trace.columns import NULL
 from ..trace.model import Run
 from ..trace.records import KINDS, Site, relative_file
 from ..units import fmt_bytes, fmt_ns
@@ -77,6 +82,8 @@ class Verdict:
     copies: int
     copy_bytes: int
     causes: tuple[IdleCause, ...]
+    #: per-launch allocations and frees counted with the copies (the NumPy backend's: module docstring)
+    allocations: int = 0
 
     @property
     def idle_ns(self) -> int:
@@ -114,8 +121,9 @@ class Verdict:
             return (f"kernels ran {self._pct(self.kernel_ns)} of the wall time ({self.launches:,} launches, "
                     f"{fmt_ns(self.mean_kernel_ns)} on average)")
         if self.kind == "transfer-bound":
+            memory = f", and their device arrays' {self.allocations:,} allocations and frees" if self.allocations else ""
             return (f"copies ran {self._pct(self.copy_ns)} of the wall time with no kernel beside them "
-                    f"({self.copies:,} copies, {fmt_bytes(self.copy_bytes)})")
+                    f"({self.copies:,} copies, {fmt_bytes(self.copy_bytes)}{memory})")
         most = self.idle_text(cwd, where)
         most = f"; {most}" if most else ""
         if self.kind == "sync-bound":
@@ -210,6 +218,10 @@ def verdict(run: Run, timeline: Timeline | None = None) -> Verdict | None:
     device = np.flatnonzero(c.kind_mask("h2d", "d2h", "launch"))
     if device.size == 0 or wall == 0:
         return None
+    memory = np.zeros(0, dtype=device.dtype)
+    if run.meta.backend in HOST_EXECUTED:  # per-launch device arrays' allocations and frees: with the copies
+        memory = np.flatnonzero(c.kind_mask("alloc", "free") & (c.launch != NULL))
+        device = np.sort(np.concatenate((device, memory)))
     start = np.clip(c.start_ns[device], 0, wall)
     end = np.clip(c.start_ns[device] + c.duration_ns[device], 0, wall)
     is_kernel = c.kind[device] == KINDS.index("launch")
@@ -224,14 +236,14 @@ def verdict(run: Run, timeline: Timeline | None = None) -> Verdict | None:
     kind = max(parts, key=lambda k: parts[k])
     syncs = c.kind == KINDS.index("sync")
     launches = int(is_kernel.sum())
-    copies = device[~is_kernel]
+    copies = np.flatnonzero(c.kind_mask("h2d", "d2h"))
     ranked = sorted(causes.items(), key=lambda kv: -kv[1][0])[:TOP_CAUSES]
     return Verdict(
         kind=kind, wall_ns=wall, kernel_ns=kernel_ns, copy_ns=copy_ns, wait_idle_ns=wait_idle, host_idle_ns=host_idle,
         busy_ns=busy_ns, sync_ns=int(c.duration_ns[syncs].sum()), syncs=int(syncs.sum()), launches=launches,
         mean_kernel_ns=int(c.duration_ns[device[is_kernel]].mean()) if launches else 0,
         copies=int(copies.size), copy_bytes=int(c.nbytes[copies].sum()),
-        causes=tuple(IdleCause(site, reason, ns, n) for (site, reason), (ns, n) in ranked),
+        causes=tuple(IdleCause(site, reason, ns, n) for (site, reason), (ns, n) in ranked), allocations=int(memory.size),
     )
 
 

@@ -224,7 +224,8 @@ def findings_table(session: Session) -> Table:
         _text_col("site", "call site", sites, index, 2, cap=40, min_width=14),
         _count_col("count", "count", nums(lambda f: f.count), 3),  # type: ignore[attr-defined]
         _bytes_col("bytes", "bytes", nums(lambda f: f.nbytes), 3),  # type: ignore[attr-defined]
-        Column("saves", "saves", lambda e: fmt_ns(found[e].expected_saving_ns), saves, NS_WIDTH, priority=0),
+        Column("saves", "saves", lambda e: "nothing" if found[e].unsaved else fmt_ns(found[e].expected_saving_ns),
+               saves, NS_WIDTH, priority=0),  # nothing saved beside time lost: the detail panel says why
         Column("lost", "lost", lambda e: fmt_ns(found[e].lost_ns), lost, NS_WIDTH, priority=1),
     ]
     if session.link is not None:

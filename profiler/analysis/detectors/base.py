@@ -28,6 +28,7 @@ from ...trace.model import Run
 from ...trace.records import Link, Record, Site
 from ...units import fmt_bytes, fmt_ns
 from ..replay import Fix, Timeline, hoist, replayed_wall
+from ..replay.unsaved import why_nothing_saved
 from ..summary import modelled_column
 from .materiality import Intervals, Materiality
 
@@ -67,6 +68,8 @@ class Finding:
     wall_ns: int = 0
     #: the ranks of a distributed job that made the mistake (`profiler.analysis.ranks`); empty outside a job
     ranks: tuple[int, ...] = ()
+    #: why the fix saves nothing although the records took time (`replay.unsaved`); "" otherwise
+    unsaved: str = ""
 
     @property
     def saving_share(self) -> float | None:
@@ -191,6 +194,7 @@ class Context:
             values["static"] = ", ".join(rule.related) or "no static rule"
             fix = d.fix(d.records) if d.fix is not None else hoist(d.records, FIX_ACTIONS[d.code], self.run)
             expected = None if fix is None else max(base - replayed_wall(timeline, fix), 0)
+            unsaved = why_nothing_saved(timeline, fix) if fix is not None and expected == 0 and (lost or modelled) else ""
             repeats = intervals.count(fix.records if fix is not None else d.records)
             severity = Materiality.of(d.code, self.option).severity(rule.severity, expected, wall, repeats)
             out.append(Finding(
@@ -198,7 +202,7 @@ class Context:
                 site=d.site, count=d.count, nbytes=d.nbytes, lost_ns=lost, modelled_lost_ns=modelled,
                 link=self.link.name if self.link is not None and modelled is not None else None,
                 related=rule.related, records=tuple(sorted(d.records)), expected_saving_ns=expected,
-                fix=fix.action if fix is not None else FIX_ACTIONS[d.code], wall_ns=wall,
+                fix=fix.action if fix is not None else FIX_ACTIONS[d.code], wall_ns=wall, unsaved=unsaved,
             ))
         out.sort(key=rank)
         return out

@@ -66,43 +66,66 @@ def hoist(records: Iterable[int], action: str = "upload once", run: Run | None =
 def keep_resident(run: Run, records: Iterable[int], action: str = "keep resident") -> Fix:
     """Drop `records` (wasted copies and the syncs they forced) and the allocations and frees behind them.
 
-    For each launch whose upload of a buffer is dropped, the allocation
-    of that buffer in that launch goes too (the region allocated it
-    earlier); for each launch whose download is dropped, its free (the
-    region frees it later). A region entered again for an upload that is
-    dropped (a region inside a loop, hoisted) allocates and frees nothing
-    either. A buffer is its host address, else its parameter name.
+    A buffer kept resident is allocated once and freed once. For each
+    buffer (its host address, else its parameter name) whose per-launch
+    copies are dropped, the launches concerned are those with a dropped
+    copy of it, the launch before them that kept its upload and the launch
+    after them that kept its download; of these, only the first allocates
+    it and only the last frees it. So an input buffer (uploaded, never
+    copied back) loses its frees as well as its allocations, and an output
+    buffer its allocations as well as its frees; on the NumPy backend an
+    allocation commits fresh pages and a free may give them back to the
+    operating system, which is what a naive loop spends most on beside the
+    copies. A region entered again for an upload that is dropped (a region
+    inside a loop, hoisted) allocates and frees nothing either.
     """
     c = run.columns
     drop = set(records)
     kind, launch, region = c.kind.tolist(), c.launch.tolist(), c.region.tolist()
     array, param = c.array.tolist(), c.param.tolist()
 
-    def scope(i: int) -> tuple[bool, int]:
-        return (True, launch[i]) if launch[i] != NULL else (False, region[i])
+    def keys(i: int) -> tuple[tuple[int, bool], tuple[int, bool]]:
+        # a copy names its buffer by host address and by parameter name; an allocation by the first it has
+        return (array[i], True), (param[i], False)
 
-    def buffer(i: int) -> tuple[tuple[bool, int], int, bool]:
-        # the host address when the record has one, else the parameter's name (by its code)
-        return (scope(i), array[i], True) if array[i] != NULL else (scope(i), param[i], False)
+    def buffer(i: int) -> tuple[int, bool]:
+        return (array[i], True) if array[i] != NULL else (param[i], False)
 
-    def both(i: int) -> set[tuple[tuple[bool, int], int, bool]]:
-        return {(scope(i), array[i], True), (scope(i), param[i], False)}
+    def in_region(i: int) -> bool:
+        return bool(launch[i] == NULL and region[i] != NULL)
 
-    def scoped(i: int) -> bool:
-        return bool(launch[i] != NULL or region[i] != NULL)
-
-    uploads = {key for i in drop if kind[i] == _H2D and scoped(i) for key in both(i)}
-    downloads = {key for i in drop if kind[i] == _D2H and scoped(i) for key in both(i)}
-    if uploads or downloads:
+    region_uploads = {(region[i], key) for i in drop if kind[i] == _H2D and in_region(i) for key in keys(i)}
+    dropped: dict[tuple[int, bool], set[int]] = {}  # buffer -> launches whose copy of it is dropped
+    kept_up: dict[tuple[int, bool], list[int]] = {}  # buffer -> launches that still upload it
+    kept_down: dict[tuple[int, bool], list[int]] = {}
+    for i, k in enumerate(kind):
+        if (k == _H2D or k == _D2H) and launch[i] != NULL:
+            for key in keys(i):
+                if i in drop:
+                    dropped.setdefault(key, set()).add(launch[i])
+                else:
+                    (kept_up if k == _H2D else kept_down).setdefault(key, []).append(launch[i])
+    first_alloc: dict[tuple[int, bool], int] = {}  # buffer -> the one launch that still allocates it
+    last_free: dict[tuple[int, bool], int] = {}
+    span: dict[tuple[int, bool], set[int]] = {}
+    for key, launches in dropped.items():
+        lo, hi = min(launches), max(launches)
+        before = max((n for n in kept_up.get(key, ()) if n < lo), default=None)
+        after = min((n for n in kept_down.get(key, ()) if n > hi), default=None)
+        concerned = launches | {n for n in (before, after) if n is not None}
+        span[key] = concerned
+        first_alloc[key], last_free[key] = min(concerned), max(concerned)
+    if span or region_uploads:
         for i, k in enumerate(kind):
-            if k not in (_ALLOC, _FREE) or not scoped(i):
+            if k != _ALLOC and k != _FREE:
                 continue
             key = buffer(i)
-            in_region = launch[i] == NULL
-            if key in uploads and (k == _ALLOC or in_region):
-                drop.add(i)
-            elif k == _FREE and key in downloads and not in_region:
-                drop.add(i)
+            if in_region(i):
+                if (region[i], key) in region_uploads:
+                    drop.add(i)
+            elif launch[i] != NULL and launch[i] in span.get(key, ()):
+                if launch[i] != (first_alloc[key] if k == _ALLOC else last_free[key]):
+                    drop.add(i)
     _drop_idle_regions(run, drop)
     return Fix(action, frozenset(drop), host_cut={**_library_calls(run, drop), **_call_machinery(run, drop)})
 

@@ -166,7 +166,8 @@ class Timeline:
         host_run = run.meta.backend in HOST_EXECUTED
         blocking = (np.ones(n, dtype=bool) if host_run else ~np.isin(c.kind, _ASYNC) & ~c.pinned).tolist()
         return _infer(roles, engines, starts, durations, blocking, run.meta.wall_ns, _joined(run).tolist(),
-                      recording_costs(run).tolist(), (c.fingerprint >= 0).tolist(), c.process.tolist())
+                      recording_costs(run).tolist(), (c.fingerprint >= 0).tolist(), c.process.tolist(),
+                      digest_costs(run).tolist() if run.meta.backend == "cupti" else None)
 
 
 def recording_costs(run: Run) -> np.ndarray:
@@ -188,6 +189,17 @@ def recording_costs(run: Run) -> np.ndarray:
     if link.digest_gbps:
         digested = c.fingerprint >= 0
         costs[digested] += (c.nbytes[digested] / link.digest_gbps).astype(np.int64)
+    return costs
+
+
+def digest_costs(run: Run) -> np.ndarray:
+    """Per record, the part of its recording cost that is the digest of its bytes (ns; zeros where unknown)."""
+    c = run.columns
+    costs = np.zeros(len(c), dtype=np.int64)
+    link = run.meta.link
+    if link is not None and link.digest_gbps and len(c):
+        digested = c.fingerprint >= 0
+        costs[digested] = (c.nbytes[digested] / link.digest_gbps).astype(np.int64)
     return costs
 
 
@@ -216,7 +228,10 @@ def _joined(run: Run) -> np.ndarray:
 
 
 def _infer(roles: list[int], engines: list[int], starts: list[int], durations: list[int], blocking: list[bool],
-           wall_ns: int, joined: list[bool], costs: list[int], digested: list[bool], processes: list[int]) -> Timeline:
+           wall_ns: int, joined: list[bool], costs: list[int], digested: list[bool], processes: list[int],
+           digests: list[int] | None = None) -> Timeline:
+    """The inference of `Timeline.of`; `digests`: the digest part of each record's cost, where the rest of it is
+    the call's, spent as the call is made (CUPTI's callbacks), not where the digest lies."""
     n = len(roles)
     gap, offset, device_gap = [0] * n, [0] * n, [0] * n
     lane, stream = [-1] * n, [-1] * n
@@ -281,9 +296,14 @@ def _infer(roles: list[int], engines: list[int], starts: list[int], durations: l
     end_cost = wall_ns - (device_done if device_done > f else f)
     holds = [bool(b) and r == DEVICE for b, r in zip(blocking, roles)]
     when = [_placement(h or r == WAIT, d, e) for h, r, d, e in zip(holds, roles, digested, engines)]
+    late = [0 if w == _BEFORE else c for w, c in zip(when, costs)]
+    if digests is not None:  # an asynchronous copy's callbacks ran at its call: only its digest lies later
+        late = [min(x, c) if w != _BEFORE and not (h or r == WAIT) else c
+                for w, h, r, c, x in zip(when, holds, roles, late, digests)]
+    early = [c - x for c, x in zip(costs, late)]
     return Timeline(roles, list(durations), gap, offset, device_gap, lane, stream, holds, waits, cost, end_cost,
                     tuple(lane_engine), len(stream_end), wall_ns, host_after, queued, joined,
-                    _set_aside(gap, costs, when, roles))
+                    _set_aside(gap, early, late, when, roles))
 
 
 def _issued_by(roles: list[int], starts: list[int], processes: list[int]) -> list[int]:
@@ -324,7 +344,7 @@ def _placement(held: bool, digested: bool, engine: int) -> int:
     return _BEFORE
 
 
-def _set_aside(gap: list[int], costs: list[int], when: list[int], roles: list[int]) -> list[int]:
+def _set_aside(gap: list[int], early: list[int], late: list[int], when: list[int], roles: list[int]) -> list[int]:
     """The recording's cost within each gap: what records cost that earlier gaps could not hold.
 
     A record's cost lies in its own gap (`_BEFORE`: its call was made
@@ -333,21 +353,23 @@ def _set_aside(gap: list[int], costs: list[int], when: list[int], roles: list[in
     delivery), and a copy's bytes are digested once it is made, so their
     cost lies in the gaps after them (`_AFTER`), where the device may be
     idle; an asynchronous download's bytes are final, and digested, only
-    when the next sync returns (`_AFTER_WAIT`).
+    when the next sync returns (`_AFTER_WAIT`). `early` is the part of a
+    record's cost that lies in its own gap whatever `when` says (a CUPTI
+    copy's callbacks, made as its call is: only the digest of an
+    asynchronous copy lies later), `late` the part `when` places.
     """
     out = [0] * len(gap)
     owed = waiting = 0
     for i, g in enumerate(gap):
-        if when[i] == _BEFORE:
-            owed += costs[i]
+        owed += early[i]
         if owed and g:
             take = owed if owed < g else g
             out[i] = take
             owed -= take
         if when[i] == _AFTER:
-            owed += costs[i]
+            owed += late[i]
         elif when[i] == _AFTER_WAIT:
-            waiting += costs[i]
+            waiting += late[i]
         if roles[i] == WAIT and waiting:
             owed += waiting
             waiting = 0

@@ -11,7 +11,7 @@ rocprofv3's output). The modules, in dependency order:
 * `apis`: the CUDA calls to intercept and how to read their arguments.
 * `frames`: the Python call site of a CUDA call.
 * `convert`: a `Capture` -> `Run` records, in issue order.
-* `probe`: is cupti-python installed, is there an NVIDIA GPU (one-line errors).
+* `probe`: is cupti-python installed, is there an NVIDIA GPU, will CUPTI start (one-line errors).
 * `native`: libcupti's hot paths (API callbacks, activity buffers) through ctypes.
 * `callbacks`: what an API callback looks up on every call (the tracer's and the listening session's).
 * `buffers`: activity buffers lent to CUPTI and decoded in bulk with NumPy.
@@ -19,6 +19,8 @@ rocprofv3's output). The modules, in dependency order:
 * `tracer`: the live CUPTI session (with `native` and `listening`, the only code that calls CUPTI); it
   also calls the listeners.
 * `listening`: a listening-only CUPTI session for the listeners while no recording runs.
+* `jaxcalls`: JAX's copy calls as the program made them (wrapped while a recording runs).
+* `runtimecopies`: the copies JAX's threads made, given the line of the call that asked for them.
 * `recorder`: `CuptiRecorder`, the `Recorder` interface `offload-prof run --source cupti` uses.
 
 Importing this package imports neither cupti-python nor CuPy: cupti-python

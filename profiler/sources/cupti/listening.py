@@ -33,6 +33,7 @@ from .apis import APIS, COPY, SYNC
 from .callbacks import CallbackTable, resolve_ids
 from .listeners import LISTENERS, Listener
 from .native import Native, unsubscribe_reporting
+from .probe import explain
 
 
 class Listening:
@@ -61,7 +62,7 @@ class Listening:
                 self.native.enable_callback(self._subscriber, domain, cbid)
         except Exception as exc:
             self.pause()
-            raise ProfilerError(f"CUPTI could not start: {tracer_module._explain(self.cupti, exc)}") from None
+            raise ProfilerError(f"CUPTI could not start: {explain(self.cupti, exc)}") from None
 
     def pause(self) -> None:
         if self._subscriber is not None:

@@ -12,7 +12,9 @@ checked before the target starts, and every problem found is named in one
 The driver is asked through ctypes (`cuInit`, `cuDeviceGetName`), not
 through cupti-python or CuPy, so that the GPU check also works, and says
 the right thing, where the extra is missing, and so that probing creates
-no CUDA context before CUPTI is listening.
+no CUDA context before CUPTI is listening. A CUPTI that refuses to start
+(another client attached, no permission) is said the same way, in one
+line with what to do (`explain`; a recording's or the guard's session).
 """
 
 from __future__ import annotations
@@ -137,3 +139,22 @@ def version_mismatch(version: Callable[[str], str] = metadata.version) -> str:
     return (f"cupti-python {python_side} reads the records of CUPTI {'.'.join(python_side.split('.')[:2])}, but "
             f"libcupti is nvidia-cuda-cupti {library}: pip install 'cupti-python=={major_minor}.*' (or upgrade "
             "nvidia-cuda-cupti to match)")
+
+
+def explain(cupti: ModuleType, exc: BaseException) -> str:
+    """A CUPTI error as one line, with what to do for the errors a user can fix."""
+    status = getattr(exc, "status", None)
+    result = getattr(cupti, "Result", None)
+    name = ""
+    if status is not None and result is not None:
+        try:
+            name = result(status).name
+        except (ValueError, TypeError):
+            name = ""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if "MULTIPLE_SUBSCRIBERS" in name or "MULTIPLE_SUBSCRIBERS" in text:
+        return (f"{text} (another CUPTI client is attached: Nsight Systems/Compute, torch.profiler or another "
+                f"offload-prof; run without it)")
+    if "INSUFFICIENT_PRIVILEGES" in name or "INSUFFICIENT_PRIVILEGES" in text:
+        return f"{text} (this user may not trace the GPU; see NVIDIA's ERR_NVGPUCTRPERM notes)"
+    return text

@@ -10,7 +10,9 @@ the CLI prints after the summary: what the trace model leaves out, and any
 error a callback swallowed (a callback may not raise into CUPTI). The
 calls of torch.distributed (`profiler.sources.collectives`), which CUPTI
 cannot see as such, come from offload_core's event bus as they do for
-the offload_core recorder, and join the capture's records by time.
+the offload_core recorder, and join the capture's records by time. JAX's
+copy calls (`jaxcalls`) give the copies JAX makes from its own threads
+the line of the call that asked for them (`runtimecopies`).
 """
 
 from __future__ import annotations
@@ -26,9 +28,11 @@ from typing import Any, Callable, Sequence
 from ...trace.model import Run
 from ...trace.records import Link, Outcome, Record, Site
 from ..meta import recorded_meta, started_now
+from . import jaxcalls
 from .activity import Capture
 from .convert import Converted, convert, cxx_demangler
 from .probe import Driver, require
+from .runtimecopies import attribute
 from .sampling import LaunchSites
 from .tracer import Tracer
 
@@ -49,6 +53,9 @@ class CuptiRecorder:
         self._started_at = ""
         self._mode = "batched"
         self._origin = 0
+        self._entries: list[jaxcalls.EntryCall] = []  # JAX's copy calls as the program made them (`jaxcalls`)
+        self._clocks: list[tuple[int, int]] = []  # (perf_counter_ns, CUPTI's clock) read together
+        self._unlisten: Callable[[], None] | None = None
 
     @property
     def active(self) -> bool:
@@ -72,10 +79,14 @@ class CuptiRecorder:
         clock = getattr(tracer.native, "timestamp", None) or cupti.get_timestamp
         cupti_now, host_now = int(clock()), time.perf_counter_ns()
         self._origin = tracer.t0 - (cupti_now - host_now)
+        self._clocks = [(host_now, cupti_now)]  # and again at the end: `to_cupti`
         self._collectives = []
         from offload_core import events
 
         self._unsubscribe = events.subscribe(self._on_row, rows=True)
+        self._entries = []
+        jaxcalls.install()
+        self._unlisten = jaxcalls.listen(self._entries.append)
         return self
 
     def _on_row(self, row: tuple[object, ...]) -> None:
@@ -86,6 +97,13 @@ class CuptiRecorder:
         """The `perf_counter_ns` value the run's times count from (CUPTI's start of the recording)."""
         return self._origin
 
+    def to_cupti(self, host_ns: int) -> int:
+        """A `perf_counter_ns` time on CUPTI's clock: the two read together at the start and at the end, the
+        difference between them taken as drifting evenly in between (the clocks may be slewed apart)."""
+        (h0, c0), (h1, c1) = self._clocks[0], self._clocks[-1]
+        drift = (c1 - h1) - (c0 - h0)
+        return host_ns + (c0 - h0) + (drift * (host_ns - h0) // (h1 - h0) if h1 > h0 else 0)
+
     def detach(self) -> None:
         """In a forked child: nothing to drop (CUPTI does not follow a fork)."""
 
@@ -94,6 +112,12 @@ class CuptiRecorder:
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
+        if self._unlisten is not None:
+            self._unlisten()
+            self._unlisten = None
+            if self._tracer is not None and len(self._clocks) == 1:
+                clock = getattr(self._tracer.native, "timestamp", None) or self._tracer.cupti.get_timestamp
+                self._clocks.append((time.perf_counter_ns(), int(clock())))
         if self._tracer is not None and not self._stopped:
             self._tracer.halt()
             self._stopped = True
@@ -116,7 +140,12 @@ class CuptiRecorder:
 
     def converted(self) -> Converted:
         if self._converted is None:
-            self._converted = convert(self.capture, self._mode, cxx_demangler(),
+            capture = self.capture
+            if self._entries:  # JAX's copies, made from its own threads, at the lines of the calls that asked for them
+                tracer = self._tracer
+                assert tracer is not None  # `capture` raised otherwise
+                capture = attribute(capture, self._entries, tracer.copy_threads, self.to_cupti)
+            self._converted = convert(capture, self._mode, cxx_demangler(),
                                       infer_launch_sites=self.launch_sites == "sampled")
         return self._converted
 

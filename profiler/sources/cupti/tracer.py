@@ -62,7 +62,7 @@ from .callbacks import (
 from .frames import FrameFilter
 from .listeners import LISTENERS
 from .native import Native, unsubscribe_reporting
-from .probe import version_mismatch
+from .probe import explain, version_mismatch
 from .sampling import PER_WINDOW, PERIOD_S, LaunchSampler, LaunchSites
 
 _ACTIVE: Tracer | None = None
@@ -119,6 +119,9 @@ class Tracer:
         self._outer: dict[int, Inside] = {}
         #: every thread a call was heard from (the sampler's timer may only act for the main thread alone)
         self._threads: set[int] = set()
+        #: correlation id of each copy call -> the thread that made it (a runtime's own threads copy for the
+        #: user's calls: `runtimecopies`)
+        self.copy_threads: dict[int, int] = {}
         self.frames = frames or FrameFilter()
         self.filled: list[tuple[Any, int]] = []  # activity buffers CUPTI returned, with their valid bytes
         self._subscriber: int | None = None
@@ -181,7 +184,7 @@ class Tracer:
                 self._t0 = int(c.get_timestamp())
             except Exception as exc:
                 self._teardown()
-                raise ProfilerError(f"CUPTI could not start: {_explain(c, exc)}") from None
+                raise ProfilerError(f"CUPTI could not start: {explain(c, exc)}") from None
         return self
 
     def _switch(self, launches: list[tuple[int, int]]) -> Callable[[bool], None]:
@@ -358,6 +361,7 @@ class Tracer:
         outer = self._outer
         sampler = self.sampler
         threads = self._threads
+        copy_threads = self.copy_threads
         pending: dict[int, Pending] = {}  # thread -> its async D2H whose bytes are not known to be final
         awaiting: dict[int, int] = {}  # thread -> correlation id of the sync that makes them final
         errors = self.error
@@ -387,6 +391,8 @@ class Tracer:
                 api = entry.api
                 tid = get_ident()
                 threads.add(tid)
+                if role == COPY:
+                    copy_threads[corr] = tid
                 if role != LAUNCH and sampler is not None and not sampler.open:  # before `outer` is read: may clear it
                     sampler.tick()
                 nested = False  # a driver call inside a runtime call: the listeners heard of the runtime call
@@ -477,21 +483,3 @@ def _synchronize_device() -> None:
     if lib.cuCtxGetCurrent(ctypes.byref(ctx)) == 0 and ctx.value:
         lib.cuCtxSynchronize()
 
-
-def _explain(cupti: ModuleType, exc: BaseException) -> str:
-    """A CUPTI error as one line, with what to do for the errors a user can fix."""
-    status = getattr(exc, "status", None)
-    result = getattr(cupti, "Result", None)
-    name = ""
-    if status is not None and result is not None:
-        try:
-            name = result(status).name
-        except (ValueError, TypeError):
-            name = ""
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    if "MULTIPLE_SUBSCRIBERS" in name or "MULTIPLE_SUBSCRIBERS" in text:
-        return (f"{text} (another CUPTI client is attached: Nsight Systems/Compute, torch.profiler or another "
-                f"offload-prof; run without it)")
-    if "INSUFFICIENT_PRIVILEGES" in name or "INSUFFICIENT_PRIVILEGES" in text:
-        return f"{text} (this user may not trace the GPU; see NVIDIA's ERR_NVGPUCTRPERM notes)"
-    return text

@@ -172,8 +172,9 @@ def test_keep_resident_drops_the_per_launch_allocations_and_frees_too(tmp_path: 
     wasted = ups[2:] + downs[:-1]  # y and x go up once, y comes back once
     fix = keep_resident(run, wasted)
     kinds = [run.records[i].kind for i in sorted(fix.drop)]
-    assert kinds.count("alloc") == 2 * 19 and kinds.count("free") == 19, "one alloc per upload, one free per download"
+    assert kinds.count("alloc") == 2 * 19 and kinds.count("free") == 2 * 19, "each buffer allocated and freed once"
     assert all(run.records[i].launch != 0 or run.records[i].kind != "alloc" for i in fix.drop)
+    assert all(run.records[i].launch != 19 or run.records[i].kind != "free" for i in fix.drop)
     tl = Timeline.of(run)
     dropped = sum(run.records[i].duration_ns for i in fix.drop)
     assert saving(tl, fix) >= dropped, "at least the records' own time, and their launches' machinery"
@@ -442,16 +443,17 @@ def test_a_digested_copys_bytes_cost_the_recording_after_the_copy() -> None:
 
 
 def test_an_asynchronous_downloads_digest_lies_after_the_sync_that_makes_its_bytes_final() -> None:
-    """`.item()` in PyTorch: a pinned download, then a sync; the tracer digests the bytes when the sync returns."""
+    """`.item()` in PyTorch: a pinned download, then a sync; the tracer digests the bytes when the sync returns,
+    but the copy's callbacks ran as its call was made, before the sync."""
     h = Hand(backend="cupti")
     h.kernel(0, 100)
-    down = h.copy("d2h", 100, 1, nbytes=4, fingerprint="ab")  # pinned: the host does not wait for it
+    down = h.copy("d2h", 100, 1, nbytes=4_000, fingerprint="ab")  # pinned: the host does not wait for it
     wait = h.sync(20, 100)
     after = h.kernel(150, 10)
-    run = _with_link(h.run(200), cupti_launch_us=0.0, cupti_event_us=5.0)
+    run = _with_link(h.run(200), cupti_launch_us=0.0, cupti_event_us=5.0, digest_gbps=1.0)  # a 4 µs digest
     tl = assert_replays_itself(run)
-    assert tl.recording[wait] == 0, "neither the copy's nor the sync's cost lies before the sync returns"
-    assert tl.recording[after] == 10 * US and tl.recording[down] == 0
+    assert tl.recording[wait] == 5 * US, "the copy's callbacks lie before the sync; the sync's own cost does not"
+    assert tl.recording[after] == (5 + 4) * US and tl.recording[down] == 0, "the sync's cost and the digest after it"
 
 
 def test_another_processs_sync_does_not_bound_when_a_copy_was_issued() -> None:

@@ -62,7 +62,7 @@ def test_one_run_headline() -> None:
     assert lines[2:] == ["naive: 62 copies, 24.8 MB", "measured: 73% of the naive run was copies",
                          "verdict: judging the run…"], "the verdict until the detectors have judged the run"
     s.set_findings(s.detect())
-    assert headline(s, 100).plain.splitlines()[-1] == "verdict: transfer-bound (copies 73%)", \
+    assert headline(s, 100).plain.splitlines()[-1] == "verdict: transfer-bound (copies 75%)", \
         "copies are the story: no idle line to name"
 
 
@@ -79,8 +79,8 @@ def test_the_verdict_of_each_run_closes_the_headline() -> None:
     s = session()
     s.set_findings(s.detect())
     last = headline(s, 120).plain.splitlines()[-1]
-    assert last == "verdict: naive transfer-bound (copies 73%) · batched host-bound (idle 51%)"
-    assert headline(s, 40).plain.splitlines()[-2:] == ["verdict: naive transfer-bound (copies", "73%) · batched host-bound (idle 51%)"]
+    assert last == "verdict: naive transfer-bound (copies 75%) · batched host-bound (idle 51%)"
+    assert headline(s, 40).plain.splitlines()[-2:] == ["verdict: naive transfer-bound (copies", "75%) · batched host-bound (idle 51%)"]
 
 
 def test_exact_sentence() -> None:

@@ -39,7 +39,7 @@ def test_one_run_shows_its_verdict_totals_sites_and_findings_in_the_dom() -> Non
     findings, judged = analyse(run, LINK)
     assert judged is not None and judged.kind == "transfer-bound"
     verdict = page.by_id("verdict")
-    assert verdict.attrs["data-kind"] == "transfer-bound" and "copies 73%" in verdict.text
+    assert verdict.attrs["data-kind"] == "transfer-bound" and "copies 75%" in verdict.text
     assert "wall 28.6 ms; copies 21 ms (73.3% of wall); 31 launches in 1 region" in page.by_id("wall").text
     totals_rows = {cells(r)[0]: cells(r)[1:] for r in page.tags("tr") if r.children and r.children[0].tag == "td"}
     assert totals_rows["H2D copies"][:2] == ["31", "12.4 MB"] and totals_rows["D2H copies"][:2] == ["31", "12.4 MB"]
