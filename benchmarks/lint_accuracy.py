@@ -16,7 +16,18 @@ Matching: a finding matches a `tp`/`fp` record of the same path, line and
 rule; a `fn` record is caught by any finding on its path and line (the
 manifest's rule there is the expert's guess of which rule should say it).
 Findings the manifest does not know are listed: read and judge each before
-claiming a gain. Judgements go into the `--judged` file (same record
+claiming a gain.
+
+**Code nobody labelled** (the second mode): the manifest is then a JSON
+object, `{"repos": [...], "loops": [...], "records": [...]}`, made by
+reading the hot loops of repositories the linter was never tuned on:
+`loops` are the loops read (each with the number of costs found in or under
+it), `records` the avoidable per-iteration costs found there (`fn`), written
+before the linter ran on those trees. Every finding of the default run is
+then judged (`--judged`; `--worksheet OUT` writes the unjudged ones with
+their code around them, for the judge), and the script prints, per
+repository, the loops read, the costs caught (recall of what a person finds
+by reading hot loops) and the findings right (precision). Judgements go into the `--judged` file (same record
 shape, verdict `tp` or `fp`, with the reason); the precision line counts
 them, and findings still unjudged are shown as such, never counted right.
 
@@ -93,11 +104,26 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def load_records(path: Path) -> list[dict[str, Any]]:
+def load_manifest(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(records, loops read): a list of records, or a hand-read manifest object with `loops` and `records`."""
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
         raise SystemExit(f"lint_accuracy: cannot read {path}: {exc}") from None
+    if isinstance(data, dict):
+        loops = data.get("loops", [])
+        if not isinstance(loops, list) or not all(isinstance(x, dict) and {"repo", "path", "line"} <= x.keys()
+                                                   for x in loops):
+            raise SystemExit(f"lint_accuracy: {path}: 'loops' must be a list of objects with repo, path and line")
+        return _checked(data.get("records"), path), loops
+    return _checked(data, path), []
+
+
+def load_records(path: Path) -> list[dict[str, Any]]:
+    return load_manifest(path)[0]
+
+
+def _checked(data: Any, path: Path) -> list[dict[str, Any]]:
     if not isinstance(data, list) or not all(isinstance(r, dict) and {"repo", "path", "line", "verdict"} <= r.keys()
                                               for r in data):
         raise SystemExit(f"lint_accuracy: {path} is not a list of records with repo, path, line and verdict")
@@ -235,8 +261,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", nargs="+", choices=sorted(RUNS), default=sorted(RUNS), help="configurations to score")
     p.add_argument("--markdown", type=Path, metavar="OUT",
                    help="also write the judged unknown findings as a Markdown table (file:line, rule, verdict, why)")
+    p.add_argument("--worksheet", type=Path, metavar="OUT",
+                   help="also write the default run's unjudged findings with the code around them (JSON), to judge")
     args = p.parse_args(argv)
-    records = load_records(args.manifest)
+    records, loops = load_manifest(args.manifest)
     judged = {(r["repo"], r["path"], r["line"], rule_of(r)): r for r in load_records(args.judged)} if args.judged else {}
     repos = sorted({r["repo"] for r in records})
     missing = [repo for repo in repos if not tree_of(args.trees, repo).is_dir()]
@@ -273,6 +301,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"findings the manifest does not know ({len(unknown)}):")
             for f, verdict in sorted(unknown, key=lambda item: item[0].key):
                 print(f"  [{verdict}] {f.repo} {f.path}:{f.line} {f.rule} {f.message[:110]}")
+        if loops and run == "default":
+            print("\n".join(hand_read(found, records, loops, judged, lines)))
+        if args.worksheet and run == "default":
+            args.worksheet.write_text(json.dumps(worksheet(args.trees, unknown), indent=1) + "\n")
         dump[run] = [dict(f.__dict__, verdict=v) for f, v in unknown]
         dump[run + " missed"] = missed
         markdown += judged_table(run, unknown, judged)
@@ -281,6 +313,47 @@ def main(argv: list[str] | None = None) -> int:
     if args.markdown:
         args.markdown.write_text("\n".join(markdown) + "\n")
     return 0
+
+
+def hand_read(found: list[Found], records: list[dict[str, Any]], loops: list[dict[str, Any]],
+              judged: dict[tuple, dict[str, Any]], lines: dict[str, int]) -> list[str]:
+    """Per repository: loops read by hand, costs found there and caught, findings right: recall and precision."""
+    costs = [r for r in records if r["verdict"] == "fn"]
+    hit = {(f.repo, f.path, f.line) for f in found}
+    head = ("repository", "lines", "loops read", "costs caught", "findings right", "unjudged")
+    body = []
+    totals = [0, 0, 0, 0, 0, 0, 0]
+    for repo in sorted(lines):
+        mine = [r for r in costs if r["repo"] == repo]
+        caught = sum((r["repo"], r["path"], r["line"]) in hit for r in mine)
+        right, wrong, unjudged = precision([f for f in found if f.repo == repo], records, judged, "default")
+        n_loops = sum(1 for x in loops if x["repo"] == repo)
+        row = [lines[repo], n_loops, caught, len(mine), right, right + wrong + unjudged, unjudged]
+        totals = [a + b for a, b in zip(totals, row)]
+        body.append((repo, f"{row[0]:,}", str(n_loops), pct(caught, len(mine)), pct(right, row[5]), str(unjudged)))
+    body.append(("all", f"{totals[0]:,}", str(totals[1]), pct(totals[2], totals[3]), pct(totals[4], totals[5]),
+                 str(totals[6])))
+    widths = [max(len(r[i]) for r in (head, *body)) for i in range(len(head))]
+    fmt = "  ".join(f"{{:<{w}}}" if i == 0 else f"{{:>{w}}}" for i, w in enumerate(widths))
+    return ["", "hand-read loops: recall of the costs found by reading them, precision of every finding",
+            fmt.format(*head), fmt.format(*("-" * w for w in widths)), *(fmt.format(*r) for r in body)]
+
+
+def worksheet(trees: Path, unknown: list[tuple[Found, str]]) -> list[dict[str, Any]]:
+    """The unjudged findings with 12 lines before and 4 after, numbered, as a judge reads them."""
+    out = []
+    for f, verdict in sorted(unknown, key=lambda item: item[0].key):
+        if verdict != "unjudged":
+            continue
+        try:
+            text = (tree_of(trees, f.repo) / f.path).read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            text = []
+        start = max(f.line - 13, 0)
+        code = [f"{'>' if n + 1 == f.line else ' '}{n + 1:5d}  {text[n]}" for n in range(start, min(f.line + 4, len(text)))]
+        out.append({"repo": f.repo, "path": f.path, "line": f.line, "rule": f.rule, "message": f.message,
+                    "code": "\n".join(code)})
+    return out
 
 
 def judged_table(run: str, unknown: list[tuple[Found, str]], judged: dict[tuple, dict[str, Any]]) -> list[str]:

@@ -177,7 +177,7 @@ def _judge_read(file: CheckedFile, call: IndexedCall, loop: Loop, api: str, valu
     sem = file.sem
     if sem.loops.rare_branch(call, loop):
         return
-    element = _element_source(file, call, loop, value)
+    element = _element_source(file, call, loop, value, in_step)
     if element is not None:
         if file.enabled("OFF302"):
             file.report("OFF302", call.node, api=api, array=element, loop_line=file.line(loop.node))
@@ -259,8 +259,15 @@ def _divisor(call: IndexedCall) -> bool:
         parent.right is call.node
 
 
-def _element_source(file: CheckedFile, call: IndexedCall, loop: Loop, value: cst.BaseExpression) -> str | None:
-    """The device array `value` is one element of, when the loop walks that array (else None)."""
+def _element_source(file: CheckedFile, call: IndexedCall, loop: Loop, value: cst.BaseExpression,
+                    in_step: bool = False) -> str | None:
+    """The device array `value` is one element of, when the loop walks that array (else None).
+
+    `int(pos[i] * 2)`, `boxes[i, 0].item()`, `res.scores[k].item()`: an element
+    reached through arithmetic or an attribute of the array's holder is still
+    one element per iteration; in a per-step function (`in_step`) a PyTorch
+    array need not be known to the analysis to be one.
+    """
     sem = file.sem
     node = value
     while True:
@@ -268,14 +275,24 @@ def _element_source(file: CheckedFile, call: IndexedCall, loop: Loop, value: cst
             node = node.func.value  # h.item(), h.squeeze()
         elif isinstance(node, cst.Attribute) and node.attr.value in ("data", "T"):
             node = node.value
+        elif isinstance(node, cst.BinaryOperation):
+            node = node.left if isinstance(node.left, cst.Subscript) else node.right
         else:
             break
-    if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name):
+    if isinstance(node, cst.Subscript) and isinstance(node.value, (cst.Name, cst.Attribute)):
         array = node.value
+        root = array if isinstance(array, cst.Name) else None
+        while root is None and isinstance(array, cst.Attribute):
+            root = array.value if isinstance(array.value, cst.Name) else None
+            array = array.value
+        array = node.value
+        if root is None:
+            return None
         changed = sem.loops.changed_in(loop)
         index_changes = not all(sem.loops.expression_invariant(e.slice, loop, changed) for e in node.slice)
-        if index_changes and array.value not in changed and sem.values.array_lib(array, call.scope) is not None:
-            return array.value
+        known = sem.values.array_lib(array, call.scope) is not None or (in_step and sem.functions.torch)
+        if index_changes and root.value not in changed and known:
+            return file.code(array)
         return None
     if not isinstance(node, cst.Name):
         return None

@@ -84,3 +84,25 @@ def test_a_missing_tree_is_one_line(tmp_path: Path) -> None:
     manifest.write_text(json.dumps([record(1, "OFF101", "tp")]))
     with pytest.raises(SystemExit, match="no checkout for someone/gpu .* someone\\+gpu"):
         accuracy.main([str(tmp_path), str(manifest)])
+
+
+def test_code_nobody_labelled_gives_recall_of_hand_read_costs(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The second mode: loops read by hand, the costs found there, every finding judged or sent to a worksheet."""
+    manifest = tree / "unseen.json"
+    manifest.write_text(json.dumps({
+        "repos": [{"repo": "someone/gpu", "commit": "0" * 40, "library": "cupy", "python_lines": 11}],
+        "loops": [{"repo": "someone/gpu", "path": "train.py", "line": 5, "costs": 1},
+                  {"repo": "someone/gpu", "path": "train.py", "line": 8, "costs": 1}],
+        "records": [record(6, "OFF101", "fn"), record(9, "OFF109", "fn")],
+    }))
+    sheet = tree / "sheet.json"
+    assert accuracy.main([str(tree / "trees"), str(manifest), "--runs", "default", "--jobs", "1",
+                          "--worksheet", str(sheet)]) == 0
+    out = capsys.readouterr().out
+    row = next(line.split() for line in out.splitlines() if line.startswith("someone/gpu"))
+    assert row[2] == "2"                              # loops read
+    assert row[3:5] == ["1/2", "(50%)"]               # the copy at line 6 caught, line 9 not
+    unjudged = json.loads(sheet.read_text())
+    assert row[5:] == ["1/2", "(50%)", "1"]           # the caught copy right, the .item() not judged yet
+    assert [(u["line"], u["rule"]) for u in unjudged] == [(10, "OFF301")]
+    assert ">   10          total += loss.item()" in unjudged[0]["code"]
