@@ -7,7 +7,12 @@ entry point. The package reads the rule catalog through
 
 from __future__ import annotations
 
-from importlib import metadata
+from . import interrupt
+
+if interrupt.as_command():  # first of all: Ctrl-C while the command loads is one line (see interrupt.py)
+    interrupt.install()
+
+from importlib import metadata  # noqa: E402
 
 try:
     __version__ = metadata.version("offload-guard")

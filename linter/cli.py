@@ -20,7 +20,7 @@ from typing import Sequence
 
 from offload_core.catalog import CatalogError
 
-from . import __version__
+from . import __version__, interrupt
 from .config.pyproject import ConfigError, find_pyproject
 from .outputs.emit import OutputError
 from .outputs.explain import explain_rule, list_rules
@@ -102,6 +102,8 @@ def cmd_check(argv: Sequence[str]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if interrupt.as_command():
+        interrupt.arm()
     try:
         if argv and argv[0] == "rules":
             return list_rules(argv[1:])
@@ -122,12 +124,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"offload-lint: {exc}\n")
         return 2
     except KeyboardInterrupt:
+        if interrupt.as_command():
+            interrupt.finish()
         sys.stderr.write("offload-lint: interrupted\n")
         return 130
     except BrokenPipeError:
         _abandon_stdout()
         return 1
     except Exception as exc:  # a bug of ours: one line, and a way to report it
+        if interrupt.requested():  # Ctrl-C that the code it hit wrapped (`__set_name__` turns it into a RuntimeError)
+            if interrupt.as_command():
+                interrupt.finish()
+            sys.stderr.write("offload-lint: interrupted\n")
+            return 130
         from .run.workers import WorkerDied
 
         if isinstance(exc, WorkerDied):

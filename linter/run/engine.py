@@ -32,6 +32,7 @@ from typing import Mapping
 
 import libcst as cst
 
+from .. import interrupt
 from ..analysis.apis import ApiIndex
 from ..analysis.callgraph import Hot
 from ..analysis.project import KernelIndex
@@ -165,6 +166,7 @@ def _lint(
     try:
         module = cst.parse_module(text)
     except Exception as exc:  # valid Python that LibCST cannot parse (newer syntax)
+        interrupt.check()  # or Ctrl-C, arriving inside the native parser
         line = getattr(exc, "raw_line", 1) or 1
         column = (getattr(exc, "raw_column", 0) or 0) + 1
         message = str(getattr(exc, "message", "") or exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -180,6 +182,7 @@ def _lint(
         summary = sem.functions.summary()
         told = sem.functions.told()
     except Exception as exc:  # a bug in a check (a RecursionError too): the tool's fault, never OFF901
+        interrupt.check()
         where = traceback.extract_tb(exc.__traceback__)[-1]
         return FileResult(path, error=f"{type(exc).__name__}: {exc} (at {where.filename}:{where.lineno})")
     findings = suppressions.apply(file.findings, text.splitlines()) if file.findings else []

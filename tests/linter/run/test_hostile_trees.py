@@ -313,3 +313,33 @@ def test_a_writable_file_in_a_read_only_folder_is_fixed(tmp_path: Path) -> None:
         assert target.read_text() == FIXED and sorted(os.listdir(folder)) == ["a.py"]
     finally:
         folder.chmod(0o755)
+
+
+# ------------------------------------------------ Ctrl-C at any moment
+
+FIXABLE = "import cupy as cp\nimport numpy as np\n\ndef f(n):\n    for i in range(n):\n        x = cp.asarray(np.zeros(8))\n"
+
+
+@pytest.mark.parametrize("delay", [0.05, 0.15, 0.3, 0.6, 1.0, 1.6])
+def test_ctrl_c_ends_the_run_with_130_and_one_line(tmp_path: Path, delay: float) -> None:
+    """Whenever SIGINT comes (loading, linting, fixing), the run says one line and exits 130, or had finished.
+
+    Before, Ctrl-C while the command's modules loaded printed a traceback, one
+    inside LibCST's import became "internal error: RuntimeError", and one after
+    the message sometimes left the process dead of the signal (status -2).
+    """
+    for k in range(40):
+        (tmp_path / f"m{k}.py").write_text(FIXABLE)
+    proc = subprocess.Popen([sys.executable, "-m", "linter", "--no-cache", "--jobs", "1", "--fix", "--unsafe-fixes", "."],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={k: v for k, v in os.environ.items() if not k.startswith(("OFFLOAD_", "PRE_COMMIT"))})
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode in (130, 0, 1), (proc.returncode, err)
+    if proc.returncode == 130:
+        assert err == "offload-lint: interrupted\n"
+    for k in range(40):  # each file is the original or the whole fix, never half of one
+        text = (tmp_path / f"m{k}.py").read_text()
+        compile(text, f"m{k}.py", "exec")
+        assert text == FIXABLE or "cp.zeros(8)" in text
