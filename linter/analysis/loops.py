@@ -224,12 +224,8 @@ class LoopFacts:
         for test, taken in conds:
             if any(_every_n(comparison) for comparison in _equalities(test, taken)) or _every_n_or_flag(test, taken):
                 return True
-            if taken and isinstance(test, cst.Call):
-                func = test.func
-                name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(
-                    func, cst.Name) else ""
-                if PERIODIC_HELPER.search(name):
-                    return True  # a helper that says when to log or evaluate
+            if taken and _helper_says_when(test):
+                return True  # a helper that says when to log or evaluate: `u.itstime(step, ...)`
         return False
 
     def counted_in(self, loop: Loop) -> frozenset[str]:
@@ -284,6 +280,21 @@ class LoopFacts:
                 if event.kind == "call" and not self.pure_call(event.extra):
                     return False
         return True
+
+
+def _helper_says_when(test: cst.BaseExpression) -> bool:
+    """`u.itstime(...)`, `(keep := u.itstime(...)) or u.itstime(...)`, `should_log(s) and rank == 0`."""
+    if isinstance(test, cst.NamedExpr):
+        return _helper_says_when(test.value)
+    if isinstance(test, cst.BooleanOperation):
+        if isinstance(test.operator, cst.Or):
+            return _helper_says_when(test.left) and _helper_says_when(test.right)
+        return _helper_says_when(test.left) or _helper_says_when(test.right)
+    if isinstance(test, cst.Call):
+        func = test.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        return bool(PERIODIC_HELPER.search(name))
+    return False
 
 
 def _few(loop: Loop) -> bool:

@@ -116,6 +116,7 @@ class DeviceValues:
         self._solved = False
         self._solving = False
         self._unpacking: set[tuple[int, tuple[int, ...]]] = set()
+        self._fed: set[tuple[int, str]] | None = None
 
     # -- the questions checks ask ---------------------------------------------------------
 
@@ -178,7 +179,11 @@ class DeviceValues:
             return None
         if isinstance(expr, cst.Name):
             name = self.names.name_of(expr)
-            return self._names(self._owner(name, scope)).get(name)
+            owner = self._owner(name, scope)
+            found = self._names(owner).get(name)
+            if found is None and not self._solving and self.fed_to_model(name, owner):
+                return "torch"
+            return found
         if isinstance(expr, cst.Call):
             return self._call_taint(expr, scope, depth)
         if isinstance(expr, (cst.BinaryOperation, cst.BooleanOperation)):
@@ -227,7 +232,10 @@ class DeviceValues:
         if isinstance(func, cst.Name):
             local = self.names.local_function(func.value, scope)
             if local is not None:
-                return self._return_taint(local)
+                found = self._return_taint(local)
+                if found is None and "jax" in self.names.libraries and self._jitted(local):
+                    return "jax"  # a compiled step (`@jax.jit`, `@nnx.jit`): its outputs stay on the device
+                return found
         if self._model_output(func, scope):
             return "torch"
         if "jax" in self.names.libraries and self._jax_step(func):
@@ -241,6 +249,42 @@ class DeviceValues:
             return self._args_taint(call, scope, depth)
         callee = self.taint(func, scope, depth + 1) if isinstance(func, cst.Subscript) else None
         return callee or self._args_taint(call, scope, depth)
+
+    def fed_to_model(self, name: str, scope: Scope) -> bool:
+        """Is the name an argument of a model call in its scope (`logits = model(input_ids)`)?
+
+        In a PyTorch file a model computes on the device its parameters live
+        on, so what it is given is already there; the batch it was taken from
+        (`input_ids = batch["input_ids"]`) came from the same loader.
+        """
+        if "torch" not in self.names.libraries:
+            return False
+        key = (id(scope), name)
+        if self._fed is None:
+            self._fed = set()
+            for call in self.idx.calls:
+                func = call.node.func
+                callee = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(
+                    func, cst.Name) else ""
+                if not MODEL_NAME.match(callee):
+                    continue
+                for arg in call.node.args:
+                    root = arg.value
+                    while isinstance(root, (cst.Subscript, cst.Attribute)):
+                        root = root.value
+                    if isinstance(root, cst.Name):
+                        self._fed.add((id(call.scope), self.names.name_of(root)))
+            for scope_id, fed in list(self._fed):  # `x = batch["x"]` fed to the model: the batch holds device values
+                scope_of = next((s for s in self.idx.scopes if id(s) == scope_id), None)
+                for how, value in self.names.assignments(fed, scope_of) if scope_of is not None else ():
+                    if how == "unpack" and isinstance(value, Unpack) and isinstance(value.source, (cst.Tuple, cst.List)):
+                        elements = value.source.elements
+                        value = elements[value.index[0]].value if value.index and value.index[0] < len(elements) else None
+                    while isinstance(value, (cst.Subscript, cst.Attribute)):
+                        value = value.value
+                    if isinstance(value, cst.Name):
+                        self._fed.add((scope_id, self.names.name_of(value)))
+        return key in self._fed
 
     def _model_output(self, func: cst.BaseExpression, scope: Scope) -> bool:
         """`model(x)`, `self.model(x)`, `criterion(out, y)` in a PyTorch file: what the step computes, on the device.
@@ -257,6 +301,20 @@ class DeviceValues:
                 if how == "moved" and isinstance(value, cst.Call) and "cpu" in self.names.idx.module.code_for_node(value):
                     return False
         return True
+
+    def _jitted(self, function: Scope) -> bool:
+        node = function.node
+        if not isinstance(node, cst.FunctionDef):
+            return False
+        for decorator in node.decorators:
+            expr = decorator.decorator
+            target = expr.func if isinstance(expr, cst.Call) else expr
+            if isinstance(expr, cst.Call) and expr.args and (self.names.qualify(target) or "").endswith("partial"):
+                target = expr.args[0].value
+            name = self.names.qualify(target) or (target.attr.value if isinstance(target, cst.Attribute) else "")
+            if name.rpartition(".")[2] in ("jit", "pmap", "filter_jit", "filter_pmap"):
+                return True
+        return False
 
     def _jax_step(self, func: cst.BaseExpression) -> bool:
         """`self.eval_fn(...)`, `p_train_step(...)`, `predict_fn(...)` in a JAX file: a compiled step's outputs.

@@ -42,7 +42,7 @@ COUNTS = frozenset({"numel", "nelement", "size", "__len__"})
 NONZERO = frozenset({"nonzero", "argwhere", "flatnonzero"})
 
 
-@check("OFF104", "OFF108")
+@check("OFF104", "OFF108", "OFF301", "OFF302")
 def indexing(file: CheckedFile) -> None:
     seen: set[int] = set()
     for sub in file.index.subscripts:
@@ -53,8 +53,49 @@ def indexing(file: CheckedFile) -> None:
             _mask_index(file, sub)
         if file.enabled("OFF108"):
             _list_index(file, sub)
+        if file.enabled("OFF301") and sub.store:
+            _host_store(file, sub)
     if file.enabled("OFF104"):
         _counts(file)
+
+
+def _host_store(file: CheckedFile, sub: IndexedNode) -> None:
+    """`losses[k] = loss` per iteration, `losses` a host tensor: a blocking copy of each device value to record it."""
+    node = sub.node
+    statement = sub.small
+    if not isinstance(statement, cst.Assign) or not isinstance(node.value, cst.Name) or sub.loop is None:
+        return
+    it = iteration_of(file, sub)
+    if it is None or it.loop is None or _rare(file, sub):
+        return
+    sem = file.sem
+    if sem.values.device_lib(statement.value, sub.scope) is None or not _host_buffer(file, node.value, sub):
+        return
+    value = statement.value
+    if isinstance(value, cst.Subscript) and isinstance(value.value, cst.Name) and file.enabled("OFF302"):
+        file.report("OFF302", node, api=f"copying `{short(file, value)}` into the host array `{node.value.value}`",
+                    array=value.value.value, where=it.where(file))  # element by element: one sync each
+        return
+    file.report("OFF301", node, api=f"storing a device value into the host array `{node.value.value}`",
+                where=it.where(file), advice=f"allocate `{node.value.value}` on the device and read it once "
+                                             "after the loop")
+
+
+def _host_buffer(file: CheckedFile, name: cst.Name, sub: IndexedNode) -> bool:
+    """Is `name` bound only to arrays made on the host (`torch.zeros(n)`, `np.empty(n)`)?"""
+    sem = file.sem
+    bindings = sem.names.assignments(sem.names.name_of(name), sub.scope)
+    values = [v for how, v in bindings if how == "="]
+    if not values or len(values) != len([b for b in bindings if b[0] not in ("item",)]):
+        return False
+    for value in values:
+        if not isinstance(value, cst.Call):
+            return False
+        use = sem.calls.classify(value, sub.scope)
+        qualname = sem.names.qualify(value.func) or ""
+        if not (use is not None and use.kind == "host-alloc" or qualname.split(".")[0] == "numpy"):
+            return False
+    return True
 
 
 def _list_index(file: CheckedFile, sub: IndexedNode) -> None:

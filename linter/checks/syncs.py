@@ -29,6 +29,8 @@ loop that runs other loops (once per epoch); both are left alone.
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from ..analysis.scopes import IndexedCall, Loop, Unpack
@@ -121,11 +123,31 @@ def _metric_download(file: CheckedFile, call: IndexedCall, it: Iteration, api: s
     if statement is None:
         return False
     purpose = UseFinder(it.body, file.sem.names.qualify, kept=False).of_read(statement, call.node)
-    if purpose != "metric":
+    if purpose != "metric" and not _kept_metric(statement, call):
         return False
     file.report("OFF301", call.node, api=api, where=it.where(file), advice=DOWNLOAD_ADVICE.get(
         library, "add it up on the device and copy the total back once per log interval"))
     return True
+
+
+METRIC_NAME = re.compile(r"loss|acc|metric|score|err|correct|nll|ppl|perplex|psnr|ssim|reward|return", re.I)
+
+
+def _kept_metric(statement: cst.CSTNode, call: IndexedCall) -> bool:
+    """`losses.append(np.asarray(loss))`: a downloaded array kept in a list is a metric when its names say so.
+
+    A download appended per batch may be data the host needs after the loop
+    (embeddings, predictions) or a number to average (a loss); the names of
+    the list and of the value are what tells them apart in real code.
+    """
+    if not isinstance(statement, cst.Expr) or not isinstance(statement.value, cst.Call):
+        return False
+    func = statement.value.func
+    if not isinstance(func, cst.Attribute) or func.attr.value not in ("append", "extend"):
+        return False
+    names = [func.value] + [a.value for a in call.node.args]
+    words = [n.value if isinstance(n, cst.Name) else n.attr.value if isinstance(n, cst.Attribute) else "" for n in names]
+    return any(METRIC_NAME.search(w) for w in words if w)
 
 
 DOWNLOAD_ADVICE = {

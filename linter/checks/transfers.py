@@ -210,8 +210,9 @@ def _device_in_list(file: CheckedFile, call: IndexedCall, data: cst.BaseExpressi
     """A list literal holding a device value: each element is read to the host, then the list is uploaded."""
     if not isinstance(data, (cst.List, cst.Tuple)):
         return False
-    return any(not isinstance(e, cst.StarredElement) and file.sem.values.device_lib(e.value, call.scope) is not None
-               for e in data.elements)
+    return any(not isinstance(e, cst.StarredElement) and (
+        file.sem.values.device_at(e.value, call) if isinstance(e.value, cst.Name)
+        else file.sem.values.device_lib(e.value, call.scope) is not None) for e in data.elements)
 
 
 def _round_trip(file: CheckedFile, call: IndexedCall, data: cst.BaseExpression, depth: int = 0) -> bool:
@@ -235,8 +236,8 @@ def _round_trip(file: CheckedFile, call: IndexedCall, data: cst.BaseExpression, 
                 if sem.values.array_lib(node.args[0].value, call.scope) is not None:
                     return True
         elif isinstance(node, cst.Name):
-            if sem.values.device_lib(node, call.scope) is not None:
-                return True  # torch.tensor([scale_dev * k]): a device value inside the Python list
+            if sem.values.device_at(node, call):
+                return True  # torch.tensor([scale_dev * k]): a device value inside the Python list (as bound here)
             for how, value in sem.names.assignments(sem.names.name_of(node), call.scope):
                 if how == "=" and isinstance(value, cst.BaseExpression) and _round_trip(file, call, value, depth + 1):
                     return True
