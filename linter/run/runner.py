@@ -74,6 +74,7 @@ class RunResult:
     files: int = 0
     skipped: int = 0
     cached: int = 0
+    relinted: int = 0  # files linted again once the project's call graph was known (the second wave)
     index: KernelIndex = field(default_factory=KernelIndex)
     notebooks: dict[str, Notebook] = field(default_factory=dict)  # display path -> notebook (analysed ones)
 
@@ -325,6 +326,7 @@ class Runner:
         hots = _project_hot(done, self.drives)
         told = [j for j in candidates if tuple(sorted(hots.get(j.display, {}))) != done[j.display].told]
         fresh.update(zip((j.display for j in told), self._map(told, sigs, hots)))
+        out.relinted = len(told)
         done.update(fresh)
         out.cached = len(candidates) - len(fresh)
         for job in candidates:
