@@ -29,7 +29,6 @@ its memo of classifications after each pass of the solution.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Protocol
 
 import libcst as cst
@@ -37,49 +36,9 @@ import libcst as cst
 from .names import Names
 from .scopes import Binding, IndexedCall, Scope, Unpack
 
-MAYBE = "?"
-# Attributes of a device array or of a module's output that are host values; every other attribute of a
-# device value (`x.T`, `x.data`, `out.logits`, `features.relu2_2`) is taken to live where the value does.
-HOST_ATTRS = frozenset({
-    "shape", "dtype", "device", "ndim", "size", "nbytes", "itemsize", "strides", "is_cuda", "requires_grad",
-    "training", "names", "layout", "is_leaf", "grad_fn", "flags", "is_sparse", "is_quantized", "is_meta",
-    "__class__", "__name__", "__dict__", "mem", "data_ptr", "ptr", "sharding",
-    "columns", "dtypes", "name", "names", "axes", "empty",  # data-frame metadata (cuDF)
-    "kind", "char",  # a dtype's letters (`output.kind != "c"`)
-})
-HOST_METHODS = frozenset({
-    "size", "dim", "ndimension", "numel", "nelement", "element_size", "data_ptr", "stride", "get_device",
-    "is_contiguous", "is_floating_point", "is_complex", "type", "storage_offset", "__len__", "nbytes",
-    "item", "tolist", "get", "numpy", "cpu", "copy_to_host", "__array__", "block_until_ready", "keys", "items",
-})
-# Methods of files and I/O handles (kvikio's CuFile, cuda.core streams) that take a device buffer and give back
-# a future or a byte count: `fut = f.pread(buf); fut.get()` is no CuPy `.get()`.
-IO_METHODS = frozenset({"read", "write", "pread", "pwrite", "raw_read", "raw_write", "read_async", "write_async",
-                        "submit", "readinto", "send", "recv"})
-ANNOTATIONS = {
-    "cupy.ndarray": "cupy", "cupy._core.core.ndarray": "cupy",
-    "torch.Tensor": "torch" + MAYBE, "torch.FloatTensor": "torch" + MAYBE, "torch.LongTensor": "torch" + MAYBE,
-    "jax.Array": "jax", "jax.numpy.ndarray": "jax", "jax.numpy.DeviceArray": "jax",
-    "numba.cuda.cudadrv.devicearray.DeviceNDArray": "numba",
-}
-# Callables whose outputs are the step's device values: models, networks, losses (see `_model_output`).
-MODEL_NAME = re.compile(r"^(?:model|net|network|criterion|loss_fn|loss_func|lossfn|\w+_model|model_\w+|\w+_net|"
-                        r"detector|classifier|encoder|decoder|generator|discriminator|backbone|ddp_model)$")
-# torch functions that return something other than a tensor.
-TORCH_NOT_TENSORS = frozenset({
-    "device", "dtype", "finfo", "iinfo", "no_grad", "enable_grad", "inference_mode", "set_grad_enabled",
-    "is_tensor", "is_floating_point", "is_complex", "get_default_dtype", "set_default_dtype", "manual_seed",
-    "compile", "load", "save", "autocast", "set_printoptions", "numel", "is_grad_enabled", "get_rng_state",
-    "use_deterministic_algorithms", "set_num_threads", "get_num_threads", "broadcast_shapes", "typename",
-    "tensor", "as_tensor", "from_numpy", "asarray",  # without `device=`: built on the host
-})
-JAX_STEP = re.compile(r"^(?:\w+_fn|\w+_step|p_\w+|model|apply_fn)$")
-TENSOR_ATTRS = frozenset({"grad", "data", "weight", "bias"})
-ARRAY_BUILTINS = frozenset({"builtins.abs", "builtins.pow", "builtins.sum", "builtins.min", "builtins.max"})
-# Functions of these modules return host values whatever they are given.
-HOST_MODULES = frozenset({"builtins", "numpy", "math", "time", "os", "sys", "logging", "json", "random", "itertools",
-                          "functools", "operator", "collections", "re", "string", "pathlib", "warnings", "copy",
-                          "pickle", "typing", "dataclasses", "inspect", "argparse"})
+from .valuewords import (
+    MAYBE, HOST_ATTRS, HOST_METHODS, IO_METHODS, ANNOTATIONS, MODEL_NAME, TORCH_NOT_TENSORS, JAX_STEP, TENSOR_ATTRS, ARRAY_BUILTINS, HOST_MODULES,
+)
 
 
 class Classifier(Protocol):
