@@ -19,11 +19,18 @@ a full disk) leaves the previous file or none, never half of one; the
 temporary file is created with mode 0666, so the kernel applies the umask
 and the result has the permissions any other tool's output has. Missing
 folders of the target are created, as every offload-prof command that
-writes a file promises.
+writes a file promises. What a user names as an output may be something
+other than a file: a symlink is written through (the file it points to is
+renamed over, in that file's folder, so the link stays a link), a
+character device (`-o /dev/null`) is opened and written to, never
+replaced, and anything else (a FIFO, whose reader may never come; a
+folder; a socket; a block device) is refused by `output_problem`, which
+the commands ask before any work.
 """
 
 from __future__ import annotations
 
+import errno
 import gzip
 import io
 import json
@@ -149,13 +156,64 @@ def json_type(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
+def output_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why `path` cannot be written as an output file, in a few words (`is a FIFO`), or None when it can.
+
+    A path that does not exist, a regular file, a character device, or a
+    symlink to any of these (dangling included: writing creates its target)
+    can be written; a FIFO, a folder, a socket, a block device or a symlink
+    loop cannot, and neither can a symlink to one (`is a symlink to a FIFO`).
+    """
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "is a symlink loop"
+        if exc.errno == errno.ENOTDIR:
+            return None  # a file where a folder should be: the folder check says so
+        return None  # permission problems are the folder check's to report
+    kind = _output_kind(info.st_mode)
+    if kind is None:
+        return None
+    return f"is a symlink to {kind}" if os.path.islink(path) else f"is {kind}"
+
+
+def is_device(path: str | os.PathLike[str]) -> bool:
+    """Whether `path` is (or points to) a character device, which is written to in place (`/dev/null`)."""
+    try:
+        return stat.S_ISCHR(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def resolved(path: str | os.PathLike[str]) -> Path:
+    """The file `path` names once its symlinks are followed (itself when it is none; a dangling link's target)."""
+    return Path(os.path.realpath(path))
+
+
 def write_atomically(target: Path, payload: bytes) -> None:
     """Write `payload` to `target` through a temporary file in the same folder and a rename.
 
-    Creates missing folders; the file gets 0666 less the umask. On any
-    failure the temporary file is removed and the exception (an `OSError`
-    for a full disk or a folder that cannot be written) propagates.
+    Creates missing folders; the file gets 0666 less the umask. A symlink
+    is followed: the file it names is replaced, in its own folder, and the
+    link stays. A character device is written to as it is (no rename).
+    Anything else that is not a file (a FIFO created since the command
+    checked) is an `OSError` saying what it is. On any failure the
+    temporary file is removed and the exception (an `OSError` for a full
+    disk or a folder that cannot be written) propagates.
     """
+    target = resolved(target) if os.path.islink(target) else target
+    try:
+        info: os.stat_result | None = os.stat(target)
+    except FileNotFoundError:
+        info = None
+    if info is not None and stat.S_ISCHR(info.st_mode):
+        _write_device(target, payload)
+        return
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        raise OSError(errno.EINVAL, f"{target} is {_output_kind(info.st_mode) or 'not a file'}, not a file")
     # A trace is written after the program under test has run: an interrupted
     # write must leave the previous file (or none), never a truncated one.
     directory = target.parent if str(target.parent) else Path(".")
@@ -173,6 +231,32 @@ def write_atomically(target: Path, payload: bytes) -> None:
         except OSError:
             pass
         raise
+
+
+def _write_device(target: Path, payload: bytes) -> None:
+    """Write `payload` to the character device `target` as `cat > /dev/null` would: opened, written, closed.
+
+    The descriptor's type is checked once more after opening, so that a
+    file swapped in since is never truncated or half written in place.
+    """
+    fd = os.open(target, os.O_WRONLY | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISCHR(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, f"{target} is no longer a character device")
+        view = memoryview(payload)
+        while view:
+            view = view[os.write(fd, view[:_CHUNK]):]
+    finally:
+        os.close(fd)
+
+
+def _output_kind(mode: int) -> str | None:
+    """What an output path is when offload-prof must not write it (None for a file or a character device)."""
+    if stat.S_ISREG(mode) or stat.S_ISCHR(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    return _file_type(mode)
 
 
 def _create_temporary(directory: Path, name: str) -> tuple[int, Path]:

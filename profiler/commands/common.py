@@ -53,10 +53,22 @@ def check_writable(path: Path, what: str = "trace") -> None:
     `import-rocprof`, `gate --update-baseline`, `calibrate`) creates the
     folders it names, as `mkdir -p` would, so the check is that no folder
     stands at `path` and that the nearest folder that exists above it is
-    one the profiler may write into; it runs before any work is done.
+    one the profiler may write into; it runs before any work is done. A
+    symlink is checked where it leads (its target is written), a character
+    device (`/dev/null`) is written to in place, and what cannot be written
+    safely (a FIFO, a folder, a socket) is refused here (`profiler.files`).
     """
-    if path.is_dir():
-        raise ProfilerError(f"{path}: is a directory; give a file name for the {what}")
+    from ..files import is_device, output_problem, resolved
+
+    problem = output_problem(path)
+    if problem is not None:
+        raise ProfilerError(f"{path}: {problem}; give a file name for the {what}")
+    if is_device(path):
+        if not os.access(path, os.W_OK):
+            raise ProfilerError(f"{path}: cannot write the {what} to this device (permission denied)")
+        return
+    if path.is_symlink():
+        path = resolved(path)
     folder = path.parent
     while not folder.exists() and not folder.is_symlink() and folder != folder.parent:
         folder = folder.parent

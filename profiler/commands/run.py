@@ -320,7 +320,8 @@ def _run_both(args: argparse.Namespace, target: Target, output: Path) -> int:
     from ..trace.tracefile import both_paths
 
     paths = both_paths(output)
-    check_writable(paths[0])
+    for path in paths:
+        check_writable(path)
     status = 0
     written: list[Path] = []
     for mode, path in zip(("naive", "batched"), paths):
