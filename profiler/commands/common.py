@@ -93,7 +93,11 @@ def write_stdout(text: str) -> None:
     `BrokenPipeError`, which `profiler.cli` ends on quietly.
     """
     try:
-        sys.stdout.write(text)
+        try:
+            sys.stdout.write(text)
+        except UnicodeEncodeError:  # a file name that is not UTF-8 (a lone surrogate) on a strict stdout
+            sys.stdout.flush()
+            sys.stdout.buffer.write(encoded(text, sys.stdout.encoding or "utf-8"))
         sys.stdout.flush()
     except BrokenPipeError:
         raise
@@ -118,10 +122,18 @@ def write_output(text: str, output: str | None, what: str = "report") -> None:
     target = Path(output)
     check_writable(target, what)
     try:
-        write_atomically(target, text.encode("utf-8"))
+        write_atomically(target, encoded(text))
     except OSError as exc:
         raise ProfilerError(f"{target}: cannot write the {what} ({exc.strerror or exc})") from None
     print(f"offload-prof: wrote {what} {target}", file=sys.stderr)
+
+
+def encoded(text: str, encoding: str = "utf-8") -> bytes:
+    """`text` as bytes; a file name that is not UTF-8 (held as lone surrogates) gets its own bytes back, as `ls` shows."""
+    try:
+        return text.encode(encoding, "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate that stands for no byte (a JSON escape), or a narrower encoding
+        return text.encode(encoding, "backslashreplace")
 
 
 def abandon_stdout() -> None:
