@@ -301,8 +301,20 @@ def _report(output: Path, run: Run, outcome: Ending, notes: list[str], unrecorde
         rest = f"; and {len(missed) - 3} more" if len(missed) > 3 else ""
         print(f"offload-prof: warning: {len(missed)} child process{'es' if len(missed) > 1 else ''} not recorded: "
               f"{named}{rest} (listed in the trace's meta.processes)", file=sys.stderr)
+    cut = [p for p in run.meta.processes if not p.complete]
+    if cut:
+        them = ("all it", "it") if len(cut) == 1 else ("all they", "they")
+        named = "; ".join(f"pid {p.pid}{' ' + p.name if p.name else ''}: {p.note}" for p in cut[:3])
+        rest = f"; and {len(cut) - 3} more" if len(cut) > 3 else ""
+        print(f"offload-prof: warning: {len(cut)} child process{'es' if len(cut) > 1 else ''} ended before writing "
+              f"{them[0]} recorded: {named}{rest}; the trace's counts may be short of what {them[1]} did "
+              "(meta.processes[].complete is false)", file=sys.stderr)
     unread = [n for n in notes if n.startswith("warning: reading activity records")]
-    if not run.records and unread:
+    if not run.records and cut:
+        print("offload-prof: warning: the trace holds no records: what the child processes named above recorded "
+              "was lost with them; `offload-prof gate` refuses an empty trace unless given --allow-empty",
+              file=sys.stderr)
+    elif not run.records and unread:
         print("offload-prof: warning: the trace holds no records: CUPTI's could not be read (above); "
               "`offload-prof gate` refuses an empty trace unless given --allow-empty", file=sys.stderr)
     elif not run.records:

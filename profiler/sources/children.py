@@ -25,8 +25,18 @@ forks and ends; `handover` what the target passes on:
   that way) or a SIGKILL, so offload_core's events are appended to the
   part by a flusher thread every 0.2 s while the child runs,
   and `os._exit` is wrapped while recording so that the rest, and the end,
-  are written first. A killed child leaves what it recorded up to its
-  last flush.
+  are written first. SIGTERM (`with Pool(...)`'s exit, `terminate()`)
+  would end a child as abruptly, so a recording child's main thread gets
+  a SIGTERM handler that writes the rest and the end (`signal`), then
+  puts the handler it replaced back and sends the signal again, so that
+  the child still dies of it (or hands over to the program's own handler,
+  which then decides). A fork of the target does not keep `run`'s SIGTERM
+  handler (which raises in the target): it gets the one the target had
+  before. A child killed with SIGKILL leaves what it recorded up to its
+  last flush, and is named in the trace (`Process.complete` false) and in
+  a warning. A child still running when the target ends (a DataLoader's
+  persistent workers) is given two flush intervals to append what it
+  holds before the parts are read.
 * **CUPTI** cannot follow a fork, and a fork of a process that has
   initialised CUDA cannot use CUDA (CUDA's own rule), so such forks are
   listed in the trace as not recorded, without a warning: nothing can be
@@ -49,17 +59,22 @@ from __future__ import annotations
 
 import atexit
 import os
+import signal
 import sys
+import threading
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from time import perf_counter_ns
+from types import FrameType
 from typing import Any, Callable, Literal
 
 from .handover import ENV, STARTUP, Settings, Source, popen_command, popen_env, unrecordable
-from .partrecorders import CuptiPart, EventPart, argv
+from .partrecorders import FLUSH_INTERVAL_S, CuptiPart, EventPart, argv
 from .parts import Part, Unrecorded, write_unrecorded
 from . import collectives
 from .postimport import PostImport
+from .sigterm import Watch
 
 #: top-level packages whose import starts a CUPTI recording in a child
 CUDA_LIBRARIES = ("cupy", "cupyx", "torch", "numba", "jax", "jaxlib", "cuda", "tensorflow")
@@ -86,6 +101,14 @@ class _Here:
         self.deferred = False
         self.trigger: PostImport | None = None
         self.hooks = False
+        #: the SIGTERM handler `_on_sigterm` replaced (a program's own, or SIG_DFL); None while it is not installed
+        self.sigterm_previous: Any = None
+        #: this process's part is being ended on the main thread: a SIGTERM now waits for that, then ends the process
+        self.ending = False
+        self.pending_signal: int | None = None
+        #: the handler started since the watch last asked (`sigterm.Watch`)
+        self.sigterm_seen = False
+        self.watch: Watch | None = None
 
     # ---- starting
     def begin_child(self, settings: Settings, start: Literal["fork", "exec"]) -> None:
@@ -113,6 +136,7 @@ class _Here:
                     return
                 self.cuda_initialised = True
                 self.part = CuptiPart(settings.folder, settings.fingerprints, settings.every_launch, start)
+            self.arm_sigterm()
         except Exception as exc:
             self._note(Unrecorded(os.getppid(), argv(), f"could not record: {type(exc).__name__}: {exc}",
                                   os.getpid(), start))
@@ -126,14 +150,81 @@ class _Here:
             sys.stderr.write(f"offload-prof: {note.argv and ' '.join(note.argv)}: {note.why} ({exc})\n")
 
     # ---- ending
-    def end(self, how: Literal["exit", "os._exit", "exec"], code: int | None) -> None:
+    def end(self, how: Literal["exit", "os._exit", "exec", "signal"], code: int | None) -> None:
         part, self.part = self.part, None
         if part is None:
             return
+        self.ending = True
         try:
             part.end(how, code)
+        except FileNotFoundError:  # the run's folder is gone: the target ended before this child, nothing reads it
+            pass
         except Exception as exc:  # the program's exit must not fail for the profiler
             sys.stderr.write(f"offload-prof: pid {os.getpid()}: could not finish its part: {type(exc).__name__}: {exc}\n")
+        finally:
+            self.ending = False
+            signum, self.pending_signal = self.pending_signal, None
+            if signum is not None:  # a SIGTERM came while the part was being ended: it ends the process now
+                _die_of(signum, self.sigterm_previous)
+
+    # ---- SIGTERM
+    def arm_sigterm(self) -> None:
+        """Have SIGTERM write this process's records before it ends the process (a pool's workers end that way).
+
+        Only the main thread may set a handler; a recording started on
+        another thread keeps what its flusher writes (and is named if
+        killed). A program that ignores SIGTERM keeps ignoring it.
+        """
+        if self.sigterm_previous is not None or threading.current_thread() is not threading.main_thread():
+            return
+        try:
+            current = signal.getsignal(signal.SIGTERM)
+            # a fork of the target inherits `run`'s handler, meant for the target alone: take the one before it
+            current = getattr(current, "offload_prof_previous", current)
+            if current is signal.SIG_IGN:
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
+                return
+            signal.signal(signal.SIGTERM, _on_sigterm)
+        except (ValueError, OSError):  # not the main interpreter, or no such signal here
+            return
+        self.sigterm_previous = signal.SIG_DFL if current is None else current
+        try:
+            self.watch = Watch.start(_sigterm_handled)
+        except OSError:
+            self.watch = None
+
+    def disarm_in_fork(self) -> None:
+        """In a fork's child: the parent's handler state and watch are not this process's (it arms its own)."""
+        watch, self.watch = self.watch, None
+        if watch is not None:
+            watch.forget()
+        previous, self.sigterm_previous = self.sigterm_previous, None
+        try:
+            if previous is not None and signal.getsignal(signal.SIGTERM) is _on_sigterm:
+                signal.signal(signal.SIGTERM, previous)
+        except (ValueError, OSError):
+            pass
+        self.sigterm_seen = False
+        self.ending = False
+        self.pending_signal = None
+
+    def on_sigterm(self, signum: int, frame: FrameType | None) -> None:
+        self.sigterm_seen = True
+        previous = self.sigterm_previous
+        if self.ending:  # the main thread was interrupted while ending the part: it finishes, then ends the process
+            self.pending_signal = signum
+            return
+        if callable(previous):  # the program's own handler decides what SIGTERM does: what was recorded goes first
+            part = self.part
+            if part is not None:
+                try:
+                    part.flush()
+                except Exception:
+                    pass
+            previous(signum, frame)
+            return
+        self.end("signal", signum)
+        _die_of(signum, previous)
 
     # ---- forks
     def before_fork(self) -> None:
@@ -150,6 +241,8 @@ class _Here:
         settings = self.settings
         if settings is None:
             return
+        self.disarm_in_fork()
+        _drop_targets_sigterm()
         if self.detach_main is not None:
             try:
                 self.detach_main()
@@ -191,6 +284,43 @@ class _Here:
 HERE = _Here()
 _REAL_EXIT = os._exit
 _REAL_POPEN_INIT: Any = None
+
+
+def _drop_targets_sigterm() -> None:
+    """In a fork of the target: SIGTERM as the target had it before `run` made it raise in the target."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    try:
+        current = signal.getsignal(signal.SIGTERM)
+        if hasattr(current, "offload_prof_previous"):
+            previous = current.offload_prof_previous  # type: ignore[union-attr]
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+    except (ValueError, OSError):
+        pass
+
+
+def _sigterm_handled() -> bool:
+    """For the watch: whether the handler started since last asked, or is no longer this process's handler."""
+    seen, HERE.sigterm_seen = HERE.sigterm_seen, False
+    try:
+        return seen or signal.getsignal(signal.SIGTERM) is not _on_sigterm
+    except (ValueError, OSError):
+        return True
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    """A recording child's SIGTERM handler (`_Here.arm_sigterm`)."""
+    HERE.on_sigterm(signum, frame)
+
+
+def _die_of(signum: int, previous: Any) -> None:
+    """End this process by `signum` as it would have ended unprofiled: the replaced handler back, the signal again."""
+    if callable(previous):
+        previous(signum, None)
+        return
+    signal.signal(signum, signal.SIG_DFL)
+    signal.raise_signal(signum)
+    _REAL_EXIT(128 + signum)  # only reached where the signal is blocked in this thread: end as the shell would say
 
 
 def _os_exit(code: int) -> None:
@@ -253,6 +383,49 @@ def _unwrap() -> None:
 
         subprocess.Popen.__init__ = _REAL_POPEN_INIT  # type: ignore[method-assign]
         _REAL_POPEN_INIT = None
+
+
+#: how long the target waits, when it ends, for children still running to append what they hold: two flushes
+SETTLE_S = 2 * FLUSH_INTERVAL_S
+
+
+def settled_parts(folder: Path) -> list[Part]:
+    """The children's parts once those still running had time to append what they recorded (`SETTLE_S`).
+
+    A child still running when the target ends (a DataLoader's persistent
+    workers, idle in their loop) has no end yet and may hold up to one
+    flush interval of records; its flusher appends them within
+    `FLUSH_INTERVAL_S`. Such a part is marked `running`: its missing end
+    is no loss. Any other part without an end belongs to a child that was
+    killed.
+    """
+    from .parts import read_parts
+
+    parts = read_parts(folder)
+    if any(p.end is None and process_running(p.hello.pid) for p in parts):
+        time.sleep(SETTLE_S)
+        parts = read_parts(folder)
+    return [replace(p, running=True) if p.end is None and process_running(p.hello.pid) else p for p in parts]
+
+
+def process_running(pid: int) -> bool:
+    """Whether process `pid` is alive (a zombie, dead and not yet waited for, is not)."""
+    if pid == os.getpid():
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            state = fh.read().rsplit(b")", 1)[1].split()[0]
+        return state not in (b"Z", b"X", b"x")
+    except FileNotFoundError:
+        return False
+    except (OSError, IndexError):  # no /proc here (macOS): ask the kernel with a null signal
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
 
 
 def _in_forkserver() -> bool:
@@ -338,7 +511,7 @@ class ChildRecording:
         folder, self.folder = self.folder, None
         if folder is None:
             return Gathered([], [])
-        gathered = Gathered(read_parts(folder), read_unrecorded(folder))
+        gathered = Gathered(settled_parts(folder), read_unrecorded(folder))
         import shutil
 
         shutil.rmtree(folder, ignore_errors=True)

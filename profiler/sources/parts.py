@@ -56,12 +56,13 @@ class Hello:
 
 @dataclass(frozen=True)
 class End:
-    """How a process ended: `exit` (normal interpreter exit), `os._exit`, or `exec` (replaced by another program).
+    """How a process ended: `exit` (normal interpreter exit), `os._exit`, `exec` (replaced by another program), or
+    `signal` (SIGTERM: it wrote its records, then died of the signal; `code` is the signal's number).
 
     `code` is None where the process could not know it (`atexit` does not see the status `sys.exit` passes on).
     """
 
-    how: Literal["exit", "os._exit", "exec"]
+    how: Literal["exit", "os._exit", "exec", "signal"]
     code: int | None = None
 
 
@@ -77,6 +78,13 @@ class Part:
     torn: int = 0
     #: the process's rank as it said last (a `rank` chunk at its end names the device), else as its hello said
     rank: Rank | None = None
+    #: its process was still running when the part was read (the target ended first): no end is no loss
+    running: bool = False
+
+    @property
+    def complete(self) -> bool:
+        """Whether the part holds all its process recorded: it ended normally or is still running, and no write was torn."""
+        return (self.end is not None or self.running) and not self.torn
 
 
 class PartWriter:

@@ -168,10 +168,13 @@ def asdict_meta(meta: Meta) -> dict[str, Any]:
 
 
 def _process_dict(p: Process) -> dict[str, Any]:
-    """A process as the trace stores it; `rank` only for a process of a distributed job (older files stay as they were)."""
+    """A process as the trace stores it; `rank` only for a process of a distributed job, `complete` only when false
+    (older files stay as they were)."""
     out = {**dataclasses.asdict(p), "argv": list(p.argv)}
     if p.rank is None:
         del out["rank"]
+    if p.complete:
+        del out["complete"]
     return out
 
 
@@ -297,12 +300,14 @@ class Reader:
         if start not in ("main", "fork", "exec"):
             raise self.fail(f"'{where}.start' must be main, fork or exec, got {start!r}")
         argv = self.text_list(p.get("argv", []), f"{where}.argv")
-        recorded = p.get("recorded", True)
+        recorded, complete = p.get("recorded", True), p.get("complete", True)
         note, name = p.get("note", ""), p.get("name", "")
         if not isinstance(recorded, bool) or not isinstance(note, str) or not isinstance(name, str):
             raise self.fail(f"'{where}': recorded must be true/false, note and name strings")
+        if not isinstance(complete, bool):
+            raise self.fail(f"'{where}.complete' must be true or false, got {json_type(complete)}")
         rank = None if p.get("rank") is None else self.rank(p["rank"], f"{where}.rank")
-        return Process(pid, parent, start, tuple(argv), recorded, note, name, rank)
+        return Process(pid, parent, start, tuple(argv), recorded, note, name, rank, complete)
 
     def rank(self, r: Any, where: str) -> Rank:
         if not isinstance(r, dict):
