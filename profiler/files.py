@@ -39,7 +39,7 @@ import secrets
 import stat
 import zlib
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Iterable
 
 from .errors import TraceError
 from .units import fmt_bytes
@@ -193,8 +193,9 @@ def resolved(path: str | os.PathLike[str]) -> Path:
     return Path(os.path.realpath(path))
 
 
-def write_atomically(target: Path, payload: bytes) -> None:
-    """Write `payload` to `target` through a temporary file in the same folder and a rename.
+def write_atomically(target: Path, payload: bytes | Iterable[bytes]) -> None:
+    """Write `payload` (bytes, or pieces of them in order) to `target` through a temporary file in the same folder
+    and a rename. Pieces are written as they come, so a large trace is never in memory twice.
 
     Creates missing folders; the file gets 0666 less the umask. A symlink
     is followed: the file it names is replaced, in its own folder, and the
@@ -221,7 +222,8 @@ def write_atomically(target: Path, payload: bytes) -> None:
     fd, tmp = _create_temporary(directory, target.name)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
+            for piece in _pieces(payload):
+                fh.write(piece)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, target)
@@ -233,7 +235,11 @@ def write_atomically(target: Path, payload: bytes) -> None:
         raise
 
 
-def _write_device(target: Path, payload: bytes) -> None:
+def _pieces(payload: bytes | Iterable[bytes]) -> Iterable[bytes]:
+    return (payload,) if isinstance(payload, (bytes, bytearray, memoryview)) else payload
+
+
+def _write_device(target: Path, payload: bytes | Iterable[bytes]) -> None:
     """Write `payload` to the character device `target` as `cat > /dev/null` would: opened, written, closed.
 
     The descriptor's type is checked once more after opening, so that a
@@ -243,9 +249,10 @@ def _write_device(target: Path, payload: bytes) -> None:
     try:
         if not stat.S_ISCHR(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, f"{target} is no longer a character device")
-        view = memoryview(payload)
-        while view:
-            view = view[os.write(fd, view[:_CHUNK]):]
+        for piece in _pieces(payload):
+            view = memoryview(piece)
+            while view:
+                view = view[os.write(fd, view[:_CHUNK]):]
     finally:
         os.close(fd)
 

@@ -258,7 +258,9 @@ class Meta:
     are estimates rather than measurements for some records, as
     `kind.field` (`launch.duration_ns` when a GPU launch's device time was
     sampled, `launch.site` when CUPTI sampled launch call sites); every
-    other figure was measured.
+    other figure was measured. `dropped` counts the records the run made
+    past `offload-prof run --max-records` and did not keep (the trace
+    holds the first ones of each process).
     """
 
     backend: str
@@ -280,6 +282,7 @@ class Meta:
     wall_samples_ns: tuple[int, ...] = ()
     processes: tuple[Process, ...] = ()
     estimated: tuple[str, ...] = ()
+    dropped: int = 0
 
 
 def relative_file(file: str, cwd: str) -> str:

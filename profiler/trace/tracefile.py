@@ -18,11 +18,10 @@ the model above it.
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Final, Iterator, Protocol, Sequence
 
 from ..errors import TraceError
 from ..files import decode_json, json_type, read_input, write_atomically
@@ -52,11 +51,41 @@ class Stored(Protocol):
 def save(run: Stored, path: str | os.PathLike[str]) -> Path:
     """Write the trace (gzip-compressed when the name ends in .gz), atomically."""
     target = Path(path)
-    payload = json.dumps(to_document(run), separators=(",", ":"), allow_nan=False).encode()
-    if target.suffix == ".gz":
-        payload = gzip.compress(payload, compresslevel=6)
-    write_atomically(target, payload)
+    # written piece by piece as the encoder makes them: a trace of 10^6 records is never in memory as one string
+    # and again as its bytes
+    pieces = (s.encode() for s in _encoder().iterencode(to_document(run)))
+    write_atomically(target, _gzipped(pieces) if target.suffix == ".gz" else _joined(pieces))
     return target
+
+
+def _encoder() -> json.JSONEncoder:
+    return json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+
+
+def _joined(pieces: Iterator[bytes], size: int = 1 << 20) -> Iterator[bytes]:
+    """The encoder's many small pieces gathered into writes of about `size` bytes (a large piece passes as it is)."""
+    held: list[bytes] = []
+    n = 0
+    for piece in pieces:
+        held.append(piece)
+        n += len(piece)
+        if n >= size:
+            yield b"".join(held)
+            held, n = [], 0
+    if held:
+        yield b"".join(held)
+
+
+def _gzipped(pieces: Iterator[bytes]) -> Iterator[bytes]:
+    """The pieces compressed as one gzip member (level 6), as `gzip.compress` would."""
+    import zlib
+
+    packer = zlib.compressobj(6, zlib.DEFLATED, 31)
+    for piece in _joined(pieces):
+        out = packer.compress(piece)
+        if out:
+            yield out
+    yield packer.flush()
 
 
 def load(path: str | os.PathLike[str]) -> tuple[Meta, Sequence[Record]]:
@@ -164,6 +193,8 @@ def asdict_meta(meta: Meta) -> dict[str, Any]:
         del out["wall_samples_ns"]
     out["processes"] = [_process_dict(p) for p in meta.processes]
     out["estimated"] = list(meta.estimated)
+    if not meta.dropped:  # a run that kept all it recorded: its files stay as they were
+        del out["dropped"]
     return out
 
 
@@ -263,6 +294,9 @@ class Reader:
         samples = opt("wall_samples_ns", list, [])
         if not all(_is_int(v) and 0 <= v <= INT64_MAX for v in samples):
             raise self.fail("'meta.wall_samples_ns' must be an array of integers from 0 to 2^63-1")
+        dropped = opt("dropped", int, 0)
+        if not 0 <= dropped <= INT64_MAX:
+            raise self.fail(f"'meta.dropped' is {shown(dropped)}, outside 0 to 2^63-1 records")
         link = m.get("link")
         return Meta(
             backend=self.need(m, "backend", str, "meta."),
@@ -284,6 +318,7 @@ class Reader:
             wall_samples_ns=tuple(samples),
             processes=tuple(self.process(n, p) for n, p in enumerate(opt("processes", list, []))),
             estimated=strings("estimated"),
+            dropped=dropped,
         )
 
     def process(self, n: int, p: Any) -> Process:
