@@ -129,7 +129,7 @@ class _Here:
         start = "exec" if self.start != "fork" else "fork"
         try:
             if settings.source == "offload":
-                self.part = EventPart(settings.folder, settings.fingerprints, start)
+                self.part = EventPart(settings.folder, settings.fingerprints, start, settings.max_records)
             else:
                 if _in_forkserver():
                     self.deferred = True
@@ -465,20 +465,28 @@ class ChildRecording:
     children wrote.
     """
 
-    def __init__(self, source: Source, fingerprints: bool, every_launch: bool = False) -> None:
+    def __init__(self, source: Source, fingerprints: bool, every_launch: bool = False, max_records: int = 0,
+                 place: Path | None = None, prefix: str = "offload-prof-run-") -> None:
         self.source: Source = source
         self.fingerprints = fingerprints
         self.every_launch = every_launch
+        #: each process keeps at most this many records (0: no cap)
+        self.max_records = max_records
+        #: where the run's folder is made (None: the temporary folder), and its name's start
+        self.place = place
+        self.prefix = prefix
         self.folder: Path | None = None
         self._saved: dict[str, str | None] = {}
         self.started_ns = 0
+        self.kept: Path | None = None
 
     def start(self, *, on_os_exit: Callable[[int], None], detach: Callable[[], None]) -> ChildRecording:
         import tempfile
 
-        self.folder = Path(tempfile.mkdtemp(prefix="offload-prof-run-"))
+        self.folder = Path(tempfile.mkdtemp(prefix=self.prefix, dir=self.place))
         root = str(Path(__file__).resolve().parents[2])
-        settings = Settings(str(self.folder), self.source, self.fingerprints, root, self.every_launch)
+        settings = Settings(str(self.folder), self.source, self.fingerprints, root, self.every_launch,
+                            self.max_records)
         self._saved = {k: os.environ.get(k) for k in (ENV, "PYTHONPATH")}
         os.environ[ENV] = settings.encode()
         os.environ["PYTHONPATH"] = os.pathsep.join([str(STARTUP), *filter(None, [self._saved["PYTHONPATH"]])])
@@ -492,8 +500,9 @@ class ChildRecording:
         self.started_ns = perf_counter_ns()
         return self
 
-    def stop(self) -> Gathered:
-        """Stop arming children and read their parts; the folder is removed. Idempotent."""
+    def stop(self, keep: bool = False) -> Gathered:
+        """Stop arming children and read their parts; the folder is removed unless `keep` (then `remove` it once the
+        trace is written: it holds the target's own spool too). Idempotent."""
         from .parts import read_parts, read_unrecorded
 
         HERE.settings = None
@@ -512,7 +521,20 @@ class ChildRecording:
         if folder is None:
             return Gathered([], [])
         gathered = Gathered(settled_parts(folder), read_unrecorded(folder))
-        import shutil
-
-        shutil.rmtree(folder, ignore_errors=True)
+        if keep:
+            self.kept = folder
+        else:
+            remove_folder(folder)
         return gathered
+
+    def remove(self) -> None:
+        """Remove the folder `stop(keep=True)` left."""
+        folder, self.kept = self.kept, None
+        if folder is not None:
+            remove_folder(folder)
+
+
+def remove_folder(folder: Path) -> None:
+    import shutil
+
+    shutil.rmtree(folder, ignore_errors=True)

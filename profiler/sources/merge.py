@@ -107,8 +107,11 @@ def merge(main: Run, main_process: Process, t0_ns: int, parts: Sequence[Part],
                                       "it recorded is missing", rank=part.rank, complete=False))
             continue
         index = len(processes)
-        processes.append(Process(h.pid, h.parent, h.start, h.argv, True, part_note(part), h.name, part.rank,
-                                 part.complete))
+        note = part_note(part)
+        if part.dropped:
+            kept = f"kept its first {len(part.rows):,} records, {part.dropped:,} more not kept (--max-records)"
+            note = f"{note}; {kept}" if note else kept
+        processes.append(Process(h.pid, h.parent, h.start, h.argv, True, note, h.name, part.rank, part.complete))
         launch_offset = launches.block(row[6] for row in part.rows)
         region_offset = regions.block(row[10] for row in part.rows)
         streams.append(_records(part.rows, index, t0_ns, launch_offset, region_offset, sites))
@@ -118,7 +121,8 @@ def merge(main: Run, main_process: Process, t0_ns: int, parts: Sequence[Part],
         records: Sequence[Record] = tuple(heapq.merge(*streams, key=lambda r: r.start_ns))
     else:  # kept as it is (a CUPTI run's `RecordTable` stays unbuilt); a list made immutable
         records = tuple(main.records) if isinstance(main.records, list) else main.records
-    return Run(replace(main.meta, processes=tuple(processes)), records)
+    dropped = main.meta.dropped + sum(p.dropped for p in parts)
+    return Run(replace(main.meta, processes=tuple(processes), dropped=dropped), records)
 
 
 def _records(rows: Sequence[Row], process: int, t0_ns: int, launch_offset: int, region_offset: int,

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 from typing import Any, Literal, Sequence
 
 from .parts import End, Hello, PartWriter, Row
@@ -27,17 +28,24 @@ from .sigterm import block_signals
 
 #: seconds between two appends of a child's events to its part
 FLUSH_INTERVAL_S = 0.2
+#: how often the flusher looks at what waits, and how many events make it append at once (memory stays bounded)
+TICK_S = 0.05
+BATCH_ROWS = 65_536
 
 
 class EventPart:
     """offload_core's events of this process, appended to its part every `FLUSH_INTERVAL_S` and at its end."""
 
-    def __init__(self, folder: str, fingerprints: bool, start: Literal["fork", "exec"]) -> None:
+    def __init__(self, folder: str, fingerprints: bool, start: Literal["fork", "exec"], max_records: int = 0) -> None:
         from offload_core import events
 
         self._events = events
         self.writer = PartWriter(folder, lambda: _hello(start))
         self.pending: list[Any] = []
+        #: the most records kept (`run --max-records`; 0: no cap), how many were, and how many more were dropped
+        self.max_records = max_records
+        self.kept = 0
+        self.dropped = 0
         self.lock = threading.RLock()
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -55,8 +63,12 @@ class EventPart:
         # the first event at once: from now on the process has a part, and a kill that follows is known
         try:
             self.flush()
-            while not self._stop.wait(FLUSH_INTERVAL_S):
-                self.flush()
+            last = time.monotonic()
+            while not self._stop.wait(TICK_S):
+                now = time.monotonic()
+                if len(self.pending) >= BATCH_ROWS or now - last >= FLUSH_INTERVAL_S:
+                    self.flush()
+                    last = now
         except Exception:  # the run's folder is gone (the target ended before this child): nothing to write to
             self._stop.set()
             self._events.BUS.drop(self._fn)  # and nothing kept from now on: memory stays as it is
@@ -69,7 +81,15 @@ class EventPart:
                 return
             batch = self.pending[:n]
             del self.pending[:n]
-            self.writer.write("records", event_rows(batch))
+            room = max(self.max_records - self.kept, 0) if self.max_records else n
+            if room < n:
+                self.dropped += n - room
+                batch = batch[:room]
+            if batch:
+                self.writer.write("records", event_rows(batch))
+                self.kept += len(batch)
+            if room < n and self.writer.path is not None:  # the count so far, should this process be killed
+                self.writer.write("dropped", (self.dropped, time.perf_counter_ns()))
 
     def end(self, how: Literal["exit", "os._exit", "exec", "signal"], code: int | None) -> None:
         self._stop.set()
@@ -81,7 +101,7 @@ class EventPart:
                 self.flush()
                 if self.writer.path is not None:  # a child that recorded nothing writes nothing
                     _write_rank(self.writer)
-                    self.writer.write("end", End(how, code))
+                    self.writer.write("end", End(how, code, self.dropped))
                 self.writer.close()
 
     def abandon(self) -> None:
