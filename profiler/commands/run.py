@@ -67,8 +67,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("--max-records", type=positive_int, metavar="N",
                    help="keep the first N records of each process and count the rest (meta.dropped, one warning "
-                        "line); records go to a file beside the trace as they come, so memory stays bounded. "
-                        "Default: "
+                        "line); records go to a file beside the trace as they come, so memory stays bounded and a "
+                        "killed run keeps what was written (offload-prof recover). Default: "
                         f"{MEMORY_SHARE * 100:.0f}%% of the memory available when the run starts over "
                         f"{PEAK_BYTES_PER_RECORD} bytes a record (the peak at the end of a run, per record kept), at "
                         f"least {MIN_DEFAULT_RECORDS:,}: {default_max_records():,} on this machine now. With --source "
@@ -180,6 +180,7 @@ def _run_here(args: argparse.Namespace, target: Target, output: Path) -> int:
             print(f"offload-prof: warning: {mismatch}; the activity records may not be readable", file=sys.stderr)
     max_records = args.max_records or default_max_records()
     place, prefix = run_folder(output)
+    _say_leftovers(place, prefix, output)
     children = ChildRecording("cupti" if cupti else "offload", args.fingerprints, every_launch,
                               0 if cupti else max_records, place, prefix)
     finished: list[Ending] = []
@@ -247,6 +248,26 @@ def run_folder(output: Path) -> tuple[Path | None, str]:
     real = resolved(output) if output.is_symlink() else output.absolute()
     real.parent.mkdir(parents=True, exist_ok=True)
     return real.parent, RUN_FOLDER.format(name=real.name)
+
+
+def _say_leftovers(place: Path | None, prefix: str, output: Path) -> None:
+    """One line for each folder an earlier run writing the same trace left when it was killed."""
+    from ..sources.children import process_running
+    from ..sources.spool import SPOOL_NAME, own_folder, spool_description
+    from ..trace.tracefile import recovered_path
+
+    if place is None:
+        return
+    for folder in sorted(place.glob(prefix + "*")):
+        spool = folder / SPOOL_NAME
+        try:
+            info = spool_description(spool) if own_folder(folder) and spool.is_file() else None
+        except OSError:
+            continue
+        pid = info.get("pid") if info is not None else None
+        if isinstance(pid, int) and not process_running(pid):
+            print(f"offload-prof: an earlier run writing {output} was killed; what it recorded is in {folder}: "
+                  f"`offload-prof recover {folder}` makes a trace of it ({recovered_path(output)})", file=sys.stderr)
 
 
 def _run_guarded(target: Target, guarded: NoTransfers) -> Ending:

@@ -19,13 +19,14 @@ the trace's columns directly (`RowColumns`: NumPy arrays, no `Record`
 objects), so the peak is the columns of the records kept, not a list of
 tuples plus a `Record` per event. The spool's first chunk (`meta`)
 describes the run, so that a run killed outright (SIGKILL, the OOM
-killer) leaves a spool and children's parts that describe what was
-written.
+killer) leaves a spool and children's parts that `offload-prof recover`
+turns into a trace of what was written.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import threading
 import time
 from dataclasses import replace
@@ -345,3 +346,69 @@ class RowColumns:
         )
         self.parts = []
         return out
+
+
+def own_folder(folder: Path) -> bool:
+    """Whether `folder` can be a run's folder of this user: a folder, not a link, owned by this user and writable by
+    no one else (`mkdtemp` makes it 0700). Its files are unpickled, so a folder planted by another user beside a
+    trace in a shared place is never read."""
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o022
+
+
+def spool_description(spool: Path) -> dict[str, Any] | None:
+    """The spool's first chunk (`meta`: the run's command, argv, output, pid, clock origin), or None."""
+    first = next(iter(read_chunks(spool)), None)
+    if isinstance(first, tuple) and first[0] == "meta" and isinstance(first[1], dict):
+        return first[1]
+    return None
+
+
+#: the exit status a recovered run records: the target's process was killed (SIGKILL's 128 + 9, as a shell says)
+KILLED_STATUS = 137
+
+
+def recoverable(folder: Path) -> dict[str, Any]:
+    """The description of the run that left `folder` (its spool's first chunk); `ValueError` (one line) when
+    `folder` is not the folder of an offload-prof run of this user."""
+    spool = folder / SPOOL_NAME
+    if not spool.is_file():
+        raise ValueError(f"{folder}: not the folder of an offload-prof run (no {SPOOL_NAME} in it)")
+    if not own_folder(folder):
+        raise ValueError(f"{folder}: not made by an offload-prof run of this user (another user's, or writable by "
+                         "others); its records are not read")
+    info = spool_description(spool)
+    if info is None or not isinstance(info.get("t0"), int):
+        raise ValueError(f"{spool}: its first chunk does not describe the run; it cannot be recovered")
+    return info
+
+
+def recovered_run(folder: Path) -> Run:
+    """The run a killed `offload-prof run` left in `folder` (its spool and its children's parts), with outcome
+    `interrupted` and the wall time up to its last record (or its last count of records past the cap, if later);
+    `ValueError` (one line) as `recoverable`."""
+    from ..trace.records import Process
+    from .merge import merge
+    from .parts import read_parts, read_unrecorded
+
+    info = recoverable(folder)
+    spool = folder / SPOOL_NAME
+    t0 = int(info["t0"])
+    meta = recorded_meta(backend=str(info["backend"]), device=str(info["device"]), mode=str(info["mode"]),
+                         started_at=str(info["started_at"]), wall_ns=0, fingerprints=bool(info["fingerprints"]),
+                         command=tuple(info.get("command", ())), argv=tuple(info.get("argv", ())),
+                         outcome="interrupted", exit_code=KILLED_STATUS, link=info.get("link"))
+    own = spooled_run(spool, meta, t0)
+    parts = read_parts(folder)
+    main = Process(info.get("pid"), None, "main", tuple(info.get("argv", ())),
+                   note="killed: recovered by `offload-prof recover` from what it had written (every 0.2 s)",
+                   complete=False)
+    run = merge(own, main, t0, parts, read_unrecorded(folder))
+    c = run.columns
+    from ..trace.columns import saturating_add
+
+    wall = int(saturating_add(c.start_ns, c.duration_ns).max()) if len(c) else 0
+    return Run(replace(run.meta, wall_ns=max(wall, run.meta.wall_ns, 0)), run.records)

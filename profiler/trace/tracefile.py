@@ -174,6 +174,13 @@ def rank_path(output: Path, rank: int) -> Path:
     return output.with_name(f"{stem}.rank{rank}{ext}")
 
 
+def recovered_path(output: Path) -> Path:
+    """Where `offload-prof recover` writes the trace of a killed run that was writing `output`: `t.json` ->
+    `t.recovered.json`, beside it, so that a trace written since (by the next run) is not replaced."""
+    stem, ext = _stem(output)
+    return output.with_name(f"{stem}.recovered{ext}")
+
+
 def _stem(output: Path) -> tuple[str, str]:
     name = output.name
     for suffix in (".json.gz", ".json"):

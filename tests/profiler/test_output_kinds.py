@@ -47,6 +47,7 @@ COMMANDS: dict[str, Callable[[str], list[str]]] = {
     "calibrate": lambda out: ["calibrate", "--backend", "numpy", "--size", "4KiB", "--repeats", "1", "-o", out],
     "report": lambda out: ["report", "t.json", "--format", "html", "-o", out],
     "compare": lambda out: ["compare", "t.json", "t.json", "--format", "json", "-o", out],
+    "recover": lambda out: ["recover", KILLED, "--keep", "-o", out],
 }
 
 
@@ -61,9 +62,33 @@ def prof(folder: Path, argv: list[str]) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=120)
 
 
+#: the folder a killed `offload-prof run` left (`killed_run_folder`)
+KILLED = ".t.json.offload-prof-run-killed"
+
+
+def killed_run_folder(folder: Path) -> Path:
+    """What a killed `run` leaves beside its trace, made without a run: its spool's description (of a process that
+    has ended) and one chunk of records (`profiler.sources.spool`)."""
+    from profiler.sources.parts import encode_chunk
+    from profiler.sources.spool import SPOOL_NAME
+
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    path = folder / KILLED
+    path.mkdir(mode=0o700)
+    site = Site(str(folder / "app.py"), 1, "<module>")
+    row = ("h2d", 64, False, 1_000, 5, "k", 0, "x", 1, site, "batched", None, None)
+    (path / SPOOL_NAME).write_bytes(encode_chunk("meta", {
+        "pid": int(ended.stdout), "t0": 0, "backend": "numpy", "device": "host", "mode": "batched",
+        "started_at": "2026-01-01T00:00:00+00:00", "fingerprints": False, "argv": ["app.py"],
+        "command": ["offload-prof", "run", "--", "app.py"], "output": str(folder / "t.json"), "link": None,
+    }) + encode_chunk("records", [row]))
+    return path
+
+
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
     small_trace(tmp_path)
+    killed_run_folder(tmp_path)
     return tmp_path
 
 

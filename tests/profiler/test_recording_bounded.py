@@ -1,5 +1,5 @@
 """Recording memory is bounded: the target's events go to a spool as they come, the first N are kept and the rest
-counted (`run --max-records`).
+counted (`run --max-records`), and a run killed outright keeps what it wrote (`offload-prof recover`).
 
 Peak memory itself is measured by benchmarks/recording_memory.py (docs/profiler.md); these tests check the
 mechanism: what is kept, what is counted, what the list in memory holds while the target runs.
@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
+import signal
 import subprocess
 import sys
 import time
@@ -21,6 +23,7 @@ import pytest
 import profiler.sources.spool as spool_module
 from offload_core import offload
 from profiler.model import Run
+from profiler.sources.parts import read_chunks
 from profiler.sources.recordcap import MEMORY_SHARE, MIN_DEFAULT_RECORDS, PEAK_BYTES_PER_RECORD, default_max_records
 from profiler.sources.recorder import Recorder
 from profiler.sources.spool import SPOOL_NAME, SpoolingRecorder
@@ -106,6 +109,87 @@ def test_run_max_records_keeps_the_first_and_warns_once(tmp_path: Path) -> None:
     assert warnings == ["offload-prof: warning: the trace keeps the first 1,000 records of each process "
                         "(--max-records 1000); 3,500 more were recorded and not kept (meta.dropped counts them)"]
     assert [p.name for p in tmp_path.iterdir()] == ["t.json"], "the run's folder is gone once the trace is written"
+
+
+def _chunks(spool: Path, tag: str) -> list[object]:
+    return [c[1] for c in read_chunks(spool) if isinstance(c, tuple) and c[0] == tag]
+
+
+def test_a_killed_run_keeps_what_it_wrote_and_recover_makes_its_trace(tmp_path: Path) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "profiler", "run", "--max-records", "2000", "-o", "t.json", "--",
+                             str(LOOP), "forever"], cwd=tmp_path, env=env(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        spools: list[Path] = []
+        counted: list[object] = []
+        while time.monotonic() < deadline and not counted:  # until the spool counts records past the cap
+            spools = list(tmp_path.glob(f".t.json.offload-prof-run-*/{SPOOL_NAME}"))
+            counted = _chunks(spools[0], "dropped") if spools else []
+            time.sleep(0.05)
+        assert spools and counted, "the run keeps its records beside its trace, and counts those past the cap"
+        folder = spools[0].parent
+        busy = prof("recover", str(folder), cwd=tmp_path)
+        assert busy.returncode == 2 and busy.stderr == (
+            f"offload-prof: error: {folder}: the run that writes it (pid {proc.pid}) is still running; it writes its "
+            "own trace when its target ends\n")
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+    assert not (tmp_path / "t.json").exists() and folder.is_dir()
+    again = prof("run", "-o", "t.json", "--", str(LOOP), "3", cwd=tmp_path)
+    assert again.returncode == 0
+    assert (f"offload-prof: an earlier run writing t.json was killed; what it recorded is in {folder}: `offload-prof "
+            f"recover {folder}` makes a trace of it (t.recovered.json)\n") in again.stderr
+    kept = prof("recover", str(folder), "--keep", cwd=tmp_path)  # beside the trace the run was writing
+    assert kept.returncode == 0, kept.stderr
+    assert len(Run.load(tmp_path / "t.json").records) == 27, "the trace written since is kept"
+    run = Run.load(tmp_path / "t.recovered.json")
+    assert run.meta.outcome == "interrupted" and run.meta.exit_code == 137 and not run.meta.processes[0].complete
+    assert len(run.records) == 2000 and {r.kind for r in run.records} >= {"h2d", "launch", "d2h"}
+    assert run.meta.dropped >= counted[-1][0] > 0  # type: ignore[index]
+    assert run.meta.wall_ns > max(r.start_ns + r.duration_ns for r in run.records), \
+        "the wall time runs to the last count of records past the cap, not to the last record kept"
+    assert run.meta.argv == (str(LOOP), "forever") and folder.is_dir()
+    assert kept.stderr == (f"offload-prof: wrote {tmp_path / 't.recovered.json'} (2000 records, 222 launches, "
+                           f"{run.meta.dropped:,} more not kept (--max-records), from what the killed run had written; "
+                           "outcome interrupted)\n")
+    gone = prof("recover", str(folder), "-o", "r.json", cwd=tmp_path)
+    assert gone.returncode == 0 and gone.stderr.endswith(f"; removed {folder}\n") and not folder.exists()
+    assert len(Run.load(tmp_path / "r.json").records) == 2000
+
+
+def test_recover_refuses_what_is_not_a_runs_folder(tmp_path: Path) -> None:
+    proc = prof("recover", str(tmp_path), cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr == (
+        f"offload-prof: error: {tmp_path}: not the folder of an offload-prof run (no {SPOOL_NAME} in it)\n")
+
+
+def test_recover_and_run_never_read_a_folder_others_may_write(tmp_path: Path) -> None:
+    """A spool is unpickled: one planted in a shared folder (here: writable by all) is refused, not read."""
+    planted = tmp_path / ".t.json.offload-prof-run-planted"
+    planted.mkdir()
+    marker = tmp_path / "ran"
+    payload = pickle.dumps(("meta", _Planted(str(marker))))
+    (planted / SPOOL_NAME).write_bytes(len(payload).to_bytes(4, "little") + payload)
+    planted.chmod(0o777)
+    proc = prof("recover", str(planted), cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr == (
+        f"offload-prof: error: {planted}: not made by an offload-prof run of this user (another user's, or writable "
+        "by others); its records are not read\n")
+    run = prof("run", "-o", "t.json", "--", str(LOOP), "3", cwd=tmp_path)
+    assert run.returncode == 0 and "earlier run" not in run.stderr
+    assert not marker.exists(), "the planted pickle never ran"
+
+
+class _Planted:
+    """A pickle that, when loaded, creates a file: proof that a spool was unpickled."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (open, (self.path, "w"))
 
 
 def test_a_spool_that_cannot_be_written_keeps_the_records_in_memory(tmp_path: Path) -> None:
