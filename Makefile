@@ -24,7 +24,7 @@ demo: $(STAMP)
 	$(PY) -m profiler demo -o build/demo.json
 
 # The HTML report's tests drive a headless Chromium: tests/browser.py installs one when none is there
-# (Playwright's download, else the system's package as root); without one those tests skip and say why.
+# (Playwright's download, else the system's package as root, said on one line first); without one those tests skip and say why.
 test: $(STAMP)
 	@$(PY) tests/browser.py install
 	$(PY) -m pytest

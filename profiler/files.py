@@ -16,7 +16,10 @@ files (budgets, link profiles).
 Writing is the linter's too: `offload_core.outfiles.write_atomically`
 writes every file the profiler makes (through a temporary file beside the
 target and a rename, so that an interrupted or failed write leaves the
-previous file or none; 0666 less the umask; missing folders created).
+previous file or none; 0666 less the umask; missing folders created; a
+symlink written through, a character device written in place), and
+`offload_core.outfiles.output_problem` refuses, before any work, an
+output that cannot be written safely (a FIFO, a folder, a socket).
 """
 
 from __future__ import annotations

@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import linecache
 import sys
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Sequence
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
@@ -42,6 +42,8 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from .analysis.diagnosis import analyse
 from .errors import ProfilerError
 from .guard import NoTransfers, Rules
+from .analysis.detectors import Finding
+from .analysis.verdict import Verdict
 from .guard.records import name_sites
 from .outputs.html.page import Analysed, cell_html
 from .outputs.html.parts import Where
@@ -108,6 +110,39 @@ def cell_where(shell: Any, body: str, cell: str, cwd: str) -> Where:
         return f"{name[0]} {name[1]}, line {site.line}{function}"
 
     return where
+
+
+def cell_sites(shell: Any, body: str, cell: str) -> Callable[[Site | None], Site | None]:
+    """Call sites renamed for the text report as `cell_where` names them: the cell's name as the file, the line as the
+    editor shows it (`Cell In[3]:4 in <module>`), so the text names the cell and line the HTML names.
+
+    The text report prints a site's file and line as they are; a cell's
+    code has a file of IPython's (`/tmp/ipykernel_.../123.py`, or
+    `<ipython-input-3-...>`) and its lines counted without the magic's.
+    """
+    transformed = shell.transform_cell(body)
+
+    def renamed(site: Site | None) -> Site | None:
+        if site is None:
+            return None
+        name = shell.compile.format_code_name(site.file)
+        if name is None:
+            return site
+        if "".join(linecache.getlines(site.file)) == transformed:
+            return replace(site, file=f"Cell {cell}", line=site.line + 1)
+        return replace(site, file=f"{name[0]} {name[1]}")
+
+    return renamed
+
+
+def cell_text(run: Run, findings: Sequence[Finding], judged: Verdict | None, rename: Callable[[Site | None], Site | None],
+              *, path: str, link: Link | None, top: int) -> str:
+    """The text report of a cell's run with its call sites renamed (`cell_sites`); the run itself is left as it is."""
+    records = tuple(replace(r, site=rename(r.site)) if r.site is not None else r for r in run.records)
+    shown = [replace(f, site=rename(f.site)) for f in findings]
+    if judged is not None:
+        judged = replace(judged, causes=tuple(replace(c, site=rename(c.site)) for c in judged.causes))
+    return render_report(Run(run.meta, records), shown, path=path, link=link, top=top, judged=judged)
 
 
 class CellGuard:
@@ -265,6 +300,6 @@ class OffloadProfMagics(Magics):  # type: ignore[misc]  # IPython is untyped
         title = f"offload-prof: cell {cell_name}" + (" (it raised: the report covers what ran)" if failed else "")
         html = cell_html(Analysed(run, args.output or "", "", tuple(findings), judged),
                          where=cell_where(self.shell, cell, cell_name, run.meta.cwd), link=link, top=args.top, title=title)
-        text = render_report(run, findings, path=args.output or f"cell {cell_name}", link=link, top=args.top,
-                             judged=judged)
+        text = cell_text(run, findings, judged, cell_sites(self.shell, cell, cell_name),
+                         path=args.output or f"cell {cell_name}", link=link, top=args.top)
         return CellReport(run, html, text)

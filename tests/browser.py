@@ -4,7 +4,9 @@ Playwright drives the browser. It prefers the Chromium build Playwright
 downloads itself (`python -m playwright install chromium`); where that
 download cannot be reached (a closed network) a system Chromium serves
 as well, which `make test` installs from the distribution's packages when
-it runs as root on Debian or Ubuntu (`apt-get install chromium`). When
+it runs as root on Debian or Ubuntu (`apt-get install chromium`), saying
+so on one line before it does (a package of the system is the user's to
+know about). When
 neither can be had, `find()` says why in one line and the tests skip with
 that line, so a skipped browser test always names what was missing.
 
@@ -19,6 +21,7 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
+from typing import Callable
 
 #: a system Chromium's names, by distribution
 SYSTEM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
@@ -79,8 +82,13 @@ def find() -> Browser | str:
             "is installed (`apt-get install chromium` as root, or run `python tests/browser.py install`)")
 
 
-def install() -> str:
-    """Install a Chromium if none is found: Playwright's download first, then the system's package (as root)."""
+def install(say: Callable[[str], None] = print) -> str:
+    """Install a Chromium if none is found: Playwright's download first, then the system's package (as root).
+
+    Before it installs a package of the system, `say` is given one line
+    saying which and how, so that `make test` never changes the machine
+    without a word.
+    """
     found = find()
     if isinstance(found, Browser):
         return f"browser for the HTML tests: {found.describe()}"
@@ -92,6 +100,8 @@ def install() -> str:
     tried.append(f"playwright install chromium exited {done.returncode}")
     apt = shutil.which("apt-get")
     if done.returncode != 0 and apt and os.geteuid() == 0:
+        say("tests/browser.py: Playwright's Chromium could not be downloaded; installing the system package "
+            "chromium as root (apt-get update; apt-get install chromium) for the HTML report's tests")
         env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
         for cmd in ([apt, "update", "-qq"], [apt, "install", "-y", "-qq", "--no-install-recommends", "chromium"]):
             step = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env, check=False)
@@ -107,7 +117,7 @@ def install() -> str:
 if __name__ == "__main__":
     if sys.argv[1:] == ["install"]:
         try:
-            print(install())
+            print(install(say=lambda line: print(line, flush=True)))
         except (OSError, subprocess.SubprocessError) as exc:
             print(f"no browser for the HTML tests, they will skip ({exc})")
     else:

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..trace.columns import NULL
+from ..trace.columns import NULL, exact_group_sums
 from ..trace.model import Run
 from ..trace.records import KINDS, Link, Site
+from ..units import INT64_MAX
 from .summary import modelled_column
 
 
@@ -90,10 +91,10 @@ def launch_table(run: Run, link: Link | None = None) -> LaunchTable:
     kernel_ns = np.where(has_launch, c.duration_ns[np.maximum(last_launch, 0)], 0)
 
     def total(kind: str, values: np.ndarray) -> np.ndarray:
+        # one launch's copies: exact, and held at 2^63-1 where a launch's own sum passes int64
         m = kinds == KINDS.index(kind)
-        out = np.zeros(n, dtype=np.int64)
-        np.add.at(out, group[m], values[rows[m]])
-        return out
+        sums = exact_group_sums(values[rows[m]], group[m], n)
+        return np.array([min(v, INT64_MAX) for v in sums], dtype=np.int64)
 
     def count(kind: str) -> np.ndarray:
         return np.bincount(group[kinds == KINDS.index(kind)], minlength=n).astype(np.int64)

@@ -86,13 +86,15 @@ class JobSummary:
 
 def summarise(job: Job, link: Link | None = None) -> JobSummary:
     """The job's per-rank and whole-job totals."""
+    from ..trace.columns import exact_sum, saturating_add
+
     rows = []
     for rank, run in job.rank_runs().items():
         t = totals(run, link)
         c = run.columns
-        end = int((c.start_ns + c.duration_ns).max()) if len(c) else 0
+        end = int(saturating_add(c.start_ns, c.duration_ns).max()) if len(c) else 0
         met = c.kind_mask("collective")
-        collectives = Flow(int(met.sum()), int(c.nbytes[met].sum()), int(c.duration_ns[met].sum()))
+        collectives = Flow(int(met.sum()), exact_sum(c.nbytes[met]), exact_sum(c.duration_ns[met]))
         rows.append(RankSummary(rank, job.rank_info(rank).device, len(run.meta.processes), t,
                                 t.h2d.ns + t.d2h.ns + t.launches.ns + t.syncs.ns, end, collectives))
     return JobSummary(tuple(rows), totals(job.run, link), job.world_size, job.missing)

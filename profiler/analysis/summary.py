@@ -159,35 +159,42 @@ def modelled_column(c: Columns, link: Link | None) -> np.ndarray | None:
         return None
     import numpy as np
 
+    from ..trace.columns import saturating_add
+
+    top = float(np.iinfo(np.int64).max)
     out = np.zeros(len(c), dtype=np.int64)
     for kind in ("h2d", "d2h"):
         for pinned in (False, True):
             m = (c.kind == _code(kind)) & (c.pinned == pinned)
-            # the same float operations as Link.copy_ns, truncated as int() truncates
-            out[m] = (link.latency_us * 1e3 + c.nbytes[m] / link.bandwidth_gbps(kind, pinned)).astype(np.int64)
+            # the same float operations as Link.copy_ns, truncated as int() truncates; a cost past int64 is held
+            # at its top (a float beyond it would convert to a negative number)
+            ns = link.latency_us * 1e3 + c.nbytes[m] / link.bandwidth_gbps(kind, pinned)
+            out[m] = np.where(ns < top, ns, 0).astype(np.int64)
+            out[np.flatnonzero(m)[ns >= top]] = np.iinfo(np.int64).max
     launch = c.kind == _code("launch")
-    out[launch] = int((link.launch_us or 0.0) * 1e3) + c.duration_ns[launch]
+    out[launch] = saturating_add(int((link.launch_us or 0.0) * 1e3), c.duration_ns[launch])
     out[c.kind == _code("sync")] = int((link.sync_us or 0.0) * 1e3)
     return out
 
 
 def _flow(c: Columns, mask: np.ndarray, per_record: np.ndarray | None) -> Flow:
-    return Flow(int(mask.sum()), int(c.nbytes[mask].sum()), int(c.duration_ns[mask].sum()),
-                None if per_record is None else int(per_record[mask].sum()))
+    from ..trace.columns import exact_sum
+
+    return Flow(int(mask.sum()), exact_sum(c.nbytes[mask]), exact_sum(c.duration_ns[mask]),
+                None if per_record is None else exact_sum(per_record[mask]))
 
 
 def _grouped(c: Columns, chosen: np.ndarray, group: np.ndarray, n: int, mask: np.ndarray,
              per_record: np.ndarray | None) -> list[Flow]:
-    """One `Flow` per group of the records `chosen[mask]` (exact int64 sums, not float bincounts)."""
+    """One `Flow` per group of the records `chosen[mask]` (exact integer sums, not float bincounts)."""
     import numpy as np
+
+    from ..trace.columns import exact_group_sums
 
     idx, g = chosen[mask], group[mask]
     count = np.bincount(g, minlength=n)
-    sums = []
-    for values in (c.nbytes, c.duration_ns) + (() if per_record is None else (per_record,)):
-        total = np.zeros(n, dtype=np.int64)
-        np.add.at(total, g, values[idx])
-        sums.append(total.tolist())
+    sums = [exact_group_sums(values[idx], g, n)
+            for values in (c.nbytes, c.duration_ns) + (() if per_record is None else (per_record,))]
     modelled = sums[2] if per_record is not None else [None] * n
     return [Flow(int(count[i]), sums[0][i], sums[1][i], modelled[i]) for i in range(n)]
 

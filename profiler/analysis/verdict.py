@@ -35,7 +35,7 @@ from typing import Callable, Final, Literal
 
 import numpy as np
 
-from ..trace.columns import NULL
+from ..trace.columns import NULL, exact_sum, saturating_add
 from ..trace.model import Run
 from ..trace.records import KINDS, Site, relative_file
 from ..units import fmt_bytes, fmt_ns
@@ -223,7 +223,7 @@ def verdict(run: Run, timeline: Timeline | None = None) -> Verdict | None:
         memory = np.flatnonzero(c.kind_mask("alloc", "free") & (c.launch != NULL))
         device = np.sort(np.concatenate((device, memory)))
     start = np.clip(c.start_ns[device], 0, wall)
-    end = np.clip(c.start_ns[device] + c.duration_ns[device], 0, wall)
+    end = np.clip(saturating_add(c.start_ns[device], c.duration_ns[device]), 0, wall)
     is_kernel = c.kind[device] == KINDS.index("launch")
     kernel_ns = _union(start[is_kernel], end[is_kernel])
     busy_ns = _union(start, end)
@@ -240,9 +240,9 @@ def verdict(run: Run, timeline: Timeline | None = None) -> Verdict | None:
     ranked = sorted(causes.items(), key=lambda kv: -kv[1][0])[:TOP_CAUSES]
     return Verdict(
         kind=kind, wall_ns=wall, kernel_ns=kernel_ns, copy_ns=copy_ns, wait_idle_ns=wait_idle, host_idle_ns=host_idle,
-        busy_ns=busy_ns, sync_ns=int(c.duration_ns[syncs].sum()), syncs=int(syncs.sum()), launches=launches,
-        mean_kernel_ns=int(c.duration_ns[device[is_kernel]].mean()) if launches else 0,
-        copies=int(copies.size), copy_bytes=int(c.nbytes[copies].sum()),
+        busy_ns=busy_ns, sync_ns=exact_sum(c.duration_ns[syncs]), syncs=int(syncs.sum()), launches=launches,
+        mean_kernel_ns=exact_sum(c.duration_ns[device[is_kernel]]) // launches if launches else 0,
+        copies=int(copies.size), copy_bytes=exact_sum(c.nbytes[copies]),
         causes=tuple(IdleCause(site, reason, ns, n) for (site, reason), (ns, n) in ranked), allocations=int(memory.size),
     )
 
@@ -255,7 +255,7 @@ def _union(start: np.ndarray, end: np.ndarray) -> int:
     s, e = start[order], np.maximum.accumulate(end[order])
     prev_end = np.concatenate(([s[0]], e[:-1]))
     # each interval adds what reaches past everything before it
-    return int(np.maximum(e - np.maximum(s, prev_end), 0).sum())
+    return exact_sum(np.maximum(e - np.maximum(s, prev_end), 0))
 
 
 def _idle_causes(run: Run, tl: Timeline | None, device: np.ndarray, start: np.ndarray, end: np.ndarray,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from typing import Protocol
 
-from . import calibrate, compare, demo, export, gate, import_rocprof, links, merge, report, run, tui
+from . import calibrate, compare, demo, export, gate, import_rocprof, links, merge, recover, report, run, tui
 
 
 class Command(Protocol):
@@ -29,4 +29,5 @@ class Command(Protocol):
 
 
 #: in the order `offload-prof --help` lists them
-COMMANDS: tuple[Command, ...] = (run, report, compare, export, calibrate, links, gate, merge, import_rocprof, tui, demo)
+COMMANDS: tuple[Command, ...] = (run, report, compare, export, calibrate, links, gate, merge, recover, import_rocprof, tui,
+                                  demo)

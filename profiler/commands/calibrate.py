@@ -35,6 +35,10 @@ def execute(args: argparse.Namespace) -> int:
         raise ProfilerError(str(exc)) from None
     if size < 4096 or args.repeats < 1:
         raise ProfilerError("--size must be at least 4 KiB and --repeats at least 1")
+    if args.output and not args.dry_run:  # before anything is measured, as every command that writes a file
+        from .common import check_writable
+
+        check_writable(Path(args.output), "link profile")
     try:
         if args.backend:
             offload_core.set_backend(args.backend)

@@ -56,10 +56,23 @@ def check_writable(path: Path, what: str = "trace") -> None:
     `import-rocprof`, `gate --update-baseline`, `calibrate`) creates the
     folders it names, as `mkdir -p` would, so the check is that no folder
     stands at `path` and that the nearest folder that exists above it is
-    one the profiler may write into; it runs before any work is done.
+    one the profiler may write into; it runs before any work is done. A
+    symlink is checked where it leads (its target is written), a character
+    device (`/dev/null`) is written to in place, and what cannot be written
+    safely (a FIFO, a folder, a socket) is refused here
+    (`offload_core.outfiles.output_problem`).
     """
-    if path.is_dir():
-        raise ProfilerError(f"{path}: is a directory; give a file name for the {what}")
+    from offload_core.outfiles import is_device, output_problem, resolved
+
+    problem = output_problem(path)
+    if problem is not None:
+        raise ProfilerError(f"{path}: {problem}; give a file name for the {what}")
+    if is_device(path):
+        if not os.access(path, os.W_OK):
+            raise ProfilerError(f"{path}: cannot write the {what} to this device (permission denied)")
+        return
+    if path.is_symlink():
+        path = resolved(path)
     folder = path.parent
     while not folder.exists() and not folder.is_symlink() and folder != folder.parent:
         folder = folder.parent
@@ -83,9 +96,16 @@ def write_stdout(text: str) -> None:
     A reader that went away (`offload-prof report x | head`) stays a
     `BrokenPipeError`, which `profiler.cli` ends on quietly.
     """
+    from offload_core.outfiles import encoded
     from offload_core.outfiles import write_stdout as write
 
-    write(text, lambda why: ProfilerError(f"cannot write to standard output ({why})"))
+    def failed(why: str) -> ProfilerError:
+        return ProfilerError(f"cannot write to standard output ({why})")
+
+    try:
+        write(text, failed)
+    except UnicodeEncodeError:  # a file name that is not UTF-8 (a lone surrogate) on a strict stdout
+        write(encoded(text, sys.stdout.encoding or "utf-8"), failed)
 
 
 @dataclass(frozen=True)
@@ -123,11 +143,11 @@ def write_output(text: str, output: str | None, what: str = "report") -> None:
     if output is None:
         write_stdout(text)
         return
-    from offload_core.outfiles import write_report
+    from offload_core.outfiles import encoded, write_report
 
     target = Path(output)
     check_writable(target, what)
-    write_report(target, text, lambda why: ProfilerError(f"{target}: cannot write the {what} ({why})"))
+    write_report(target, encoded(text), lambda why: ProfilerError(f"{target}: cannot write the {what} ({why})"))
     print(f"offload-prof: wrote {what} {target}", file=sys.stderr)
 
 

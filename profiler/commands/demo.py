@@ -58,7 +58,10 @@ def execute(args: argparse.Namespace) -> int:
     output = Path(args.output)
     if output.is_dir():
         raise ProfilerError(f"{output}: is a directory; give a trace name such as {output / 'demo.json'}")
-    check_writable(output)
+    from ..trace.tracefile import both_paths
+
+    for path in both_paths(output):  # the two files demo writes, each checked as it is (a symlink, a device)
+        check_writable(path)
     try:
         if args.backend:
             offload_core.set_backend(args.backend)

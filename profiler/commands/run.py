@@ -24,12 +24,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from ..errors import ProfilerError
-from .common import DEFAULT_TRACE, check_writable, save_trace
+from .common import DEFAULT_TRACE, check_writable, positive_int, save_trace
 
 if TYPE_CHECKING:
     from ..guard.scopes import NoTransfers
     from ..sources import Source
-    from ..sources.children import Gathered
+    from ..sources.gathering import Gathered
     from ..sources.parts import Unrecorded
     from ..sources.runner import Ending, Target
     from ..trace.model import Run
@@ -42,12 +42,12 @@ HELP = "run a Python script or module and record its copies, launches and syncs"
 _RANK_START_SLACK_NS = 10_000_000_000
 
 #: options of `run` that take a value, so that the target's own arguments can be split off
-_VALUE_OPTIONS = {"-o", "--output", "--mode", "--link", "--source"}
+_VALUE_OPTIONS = {"-o", "--output", "--mode", "--link", "--source", "--max-records"}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.usage = ("offload-prof run [--source offload|cupti] [--mode naive|batched|both] [-o PATH] [--no-fingerprints] "
-               "[--every-launch] [--link NAME|FILE] (-- script.py | -m module) [ARGS ...]")
+               "[--every-launch] [--link NAME|FILE] [--max-records N] (-- script.py | -m module) [ARGS ...]")
     p.add_argument("--source", choices=("offload", "cupti"), default="offload",
                    help="offload: offload_core's events (any backend); cupti: every CUDA copy, memset, kernel and "
                         "sync of the process via CUPTI, plain CuPy/PyTorch/Numba included (NVIDIA GPU and the "
@@ -63,6 +63,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="time every launch with its own device events (offload_core on a GPU) and take every "
                         "launch's call site (CUPTI); by default both are sampled, which costs far less")
     p.add_argument("--link", help="link profile to store with the trace (default: this machine's calibration)")
+    from ..sources.recordcap import MEMORY_SHARE, MIN_DEFAULT_RECORDS, PEAK_BYTES_PER_RECORD, default_max_records
+
+    p.add_argument("--max-records", type=positive_int, metavar="N",
+                   help="keep the first N records of each process and count the rest (meta.dropped, one warning "
+                        "line); records go to a file beside the trace as they come, so memory stays bounded and a "
+                        "killed run keeps what was written (offload-prof recover). Default: "
+                        f"{MEMORY_SHARE * 100:.0f}%% of the memory available when the run starts over "
+                        f"{PEAK_BYTES_PER_RECORD} bytes a record (the peak at the end of a run, per record kept), at "
+                        f"least {MIN_DEFAULT_RECORDS:,}: {default_max_records():,} on this machine now. With --source "
+                        "cupti: child processes' records only")
     p.epilog = ("The target runs in this process with its own argv, sys.path[0] and __main__. "
                 "OFFLOAD_GUARD=raise|warn|log runs it under a transfer guard (profiler.guard; kinds from "
                 "OFFLOAD_GUARD_KINDS=h2d,d2h,sync, default h2d,d2h): with raise the first forbidden copy raises at "
@@ -136,8 +146,9 @@ def _run_here(args: argparse.Namespace, target: Target, output: Path) -> int:
     from ..guard.environment import from_environment
     from ..sources import Source
     from ..sources.children import ChildRecording
-    from ..sources.recorder import Recorder
+    from ..sources.recordcap import default_max_records
     from ..sources.runner import Ending, run_target, signals_deferred
+    from ..sources.spool import SpoolingRecorder
     from ..trace.link import calibrated, resolve
     from ..trace.tracefile import rank_path
 
@@ -167,9 +178,11 @@ def _run_here(args: argparse.Namespace, target: Target, output: Path) -> int:
         mismatch = version_mismatch()
         if mismatch:  # said before the target runs, not only after a long run whose records cannot be read
             print(f"offload-prof: warning: {mismatch}; the activity records may not be readable", file=sys.stderr)
-    else:
-        recorder = Recorder(fingerprints=args.fingerprints).start()
-    children = ChildRecording("cupti" if cupti else "offload", args.fingerprints, every_launch)
+    max_records = args.max_records or default_max_records()
+    place, prefix = run_folder(output)
+    _say_leftovers(place, prefix, output)
+    children = ChildRecording("cupti" if cupti else "offload", args.fingerprints, every_launch,
+                              0 if cupti else max_records, place, prefix)
     finished: list[Ending] = []
 
     def finish(outcome: Ending, hard_exit: int | None = None) -> None:
@@ -179,23 +192,36 @@ def _run_here(args: argparse.Namespace, target: Target, output: Path) -> int:
         finished.append(outcome)
         with progress_notice("offload-prof: the target ended; reading its records and writing the trace ..."):
             recorder.stop()
-            gathered = children.stop()
-            with signals_deferred():
-                run = _merged(recorder, gathered, target, outcome, hard_exit, link, ["offload-prof", *args.raw_argv])
-                job_lines = _save_job(run, output, started_ns)
+            gathered = children.stop(keep=True)  # the folder holds the target's spool: read below
+            try:
+                with signals_deferred():
+                    run = _merged(recorder, gathered, target, outcome, hard_exit, link,
+                                  ["offload-prof", *args.raw_argv])
+                    job_lines = _save_job(run, output, started_ns)
+            finally:
+                children.remove()
         if hard_exit is None:
             sys.stdout.flush()  # the target's output first (os._exit leaves it unflushed, as it would unprofiled)
         mine = run.meta.processes[0].rank if run.meta.processes else None
         _report(output if mine is None else rank_path(output, mine.rank), run, outcome, recorder.notes(),
-                gathered.unrecorded, cupti)
+                gathered.unrecorded, cupti, max_records)
         for line in job_lines:
             print(f"offload-prof: {line}", file=sys.stderr)
 
     try:
-        children.start(on_os_exit=lambda code: finish(Ending("exit", code & 0xFF), code), detach=recorder.detach)
+        children.start(on_os_exit=lambda code: finish(Ending("exit", code & 0xFF), code),
+                       detach=lambda: recorder.detach())
+        if not cupti:  # the target's own events go to a spool in the run's folder as they come
+            assert children.folder is not None
+            recorder = SpoolingRecorder(children.folder, fingerprints=args.fingerprints, max_records=max_records,
+                                        description={"output": str(output.absolute()), "argv": list(target.argv),
+                                                     "command": ["offload-prof", *args.raw_argv], "link": link}
+                                        ).start()
     except OSError as exc:
-        recorder.stop()
-        raise ProfilerError(f"cannot make a folder for the child processes' records ({exc.strerror or exc})") from None
+        if cupti:
+            recorder.stop()
+        children.stop()
+        raise ProfilerError(f"cannot make a folder for the run's records ({exc.strerror or exc})") from None
     outcome = Ending("interrupted", 130)
     try:
         if guarded is None:
@@ -205,6 +231,43 @@ def _run_here(args: argparse.Namespace, target: Target, output: Path) -> int:
     finally:
         finish(outcome)
     return outcome.exit_code
+
+
+#: how the folder of a run's records is named beside its trace: `.t.json.offload-prof-run-XXXXXXXX`
+RUN_FOLDER = ".{name}.offload-prof-run-"
+
+
+def run_folder(output: Path) -> tuple[Path | None, str]:
+    """Where a run writing `output` keeps its records while it runs: a hidden folder beside the trace (on the disk
+    the trace goes to, not a /tmp that may be memory, and where the user finds it if the run is killed); the
+    temporary folder for a device (`-o /dev/null`)."""
+    from offload_core.outfiles import is_device, resolved
+
+    if is_device(output):
+        return None, "offload-prof-run-"
+    real = resolved(output) if output.is_symlink() else output.absolute()
+    real.parent.mkdir(parents=True, exist_ok=True)
+    return real.parent, RUN_FOLDER.format(name=real.name)
+
+
+def _say_leftovers(place: Path | None, prefix: str, output: Path) -> None:
+    """One line for each folder an earlier run writing the same trace left when it was killed."""
+    from ..sources.gathering import process_running
+    from ..sources.spool import SPOOL_NAME, own_folder, spool_description
+    from ..trace.tracefile import recovered_path
+
+    if place is None:
+        return
+    for folder in sorted(place.glob(prefix + "*")):
+        spool = folder / SPOOL_NAME
+        try:
+            info = spool_description(spool) if own_folder(folder) and spool.is_file() else None
+        except OSError:
+            continue
+        pid = info.get("pid") if info is not None else None
+        if isinstance(pid, int) and not process_running(pid):
+            print(f"offload-prof: an earlier run writing {output} was killed; what it recorded is in {folder}: "
+                  f"`offload-prof recover {folder}` makes a trace of it ({recovered_path(output)})", file=sys.stderr)
 
 
 def _run_guarded(target: Target, guarded: NoTransfers) -> Ending:
@@ -281,7 +344,7 @@ def progress_notice(message: str, after_s: float | None = None,
 
 
 def _report(output: Path, run: Run, outcome: Ending, notes: list[str], unrecorded: list[Unrecorded],
-            cupti: bool) -> None:
+            cupti: bool, max_records: int = 0) -> None:
     """The summary line on stderr, the source's notes, and a warning for what the trace cannot hold."""
     try:  # from the columns, which writing the trace built anyway: a CUPTI run's records are built only on demand
         kinds = {k: int(run.columns.kind_mask(k).sum()) for k in ("h2d", "d2h", "launch")}  # type: ignore[arg-type]
@@ -301,8 +364,24 @@ def _report(output: Path, run: Run, outcome: Ending, notes: list[str], unrecorde
         rest = f"; and {len(missed) - 3} more" if len(missed) > 3 else ""
         print(f"offload-prof: warning: {len(missed)} child process{'es' if len(missed) > 1 else ''} not recorded: "
               f"{named}{rest} (listed in the trace's meta.processes)", file=sys.stderr)
+    if run.meta.dropped:
+        print(f"offload-prof: warning: the trace keeps the first {max_records:,} records of each process "
+              f"(--max-records {max_records}); {run.meta.dropped:,} more were recorded and not kept "
+              "(meta.dropped counts them)", file=sys.stderr)
+    cut = [p for p in run.meta.processes if not p.complete]
+    if cut:
+        them = ("all it", "it") if len(cut) == 1 else ("all they", "they")
+        named = "; ".join(f"pid {p.pid}{' ' + p.name if p.name else ''}: {p.note}" for p in cut[:3])
+        rest = f"; and {len(cut) - 3} more" if len(cut) > 3 else ""
+        print(f"offload-prof: warning: {len(cut)} child process{'es' if len(cut) > 1 else ''} ended before writing "
+              f"{them[0]} recorded: {named}{rest}; the trace's counts may be short of what {them[1]} did "
+              "(meta.processes[].complete is false)", file=sys.stderr)
     unread = [n for n in notes if n.startswith("warning: reading activity records")]
-    if not run.records and unread:
+    if not run.records and cut:
+        print("offload-prof: warning: the trace holds no records: what the child processes named above recorded "
+              "was lost with them; `offload-prof gate` refuses an empty trace unless given --allow-empty",
+              file=sys.stderr)
+    elif not run.records and unread:
         print("offload-prof: warning: the trace holds no records: CUPTI's could not be read (above); "
               "`offload-prof gate` refuses an empty trace unless given --allow-empty", file=sys.stderr)
     elif not run.records:
@@ -320,7 +399,8 @@ def _run_both(args: argparse.Namespace, target: Target, output: Path) -> int:
     from ..trace.tracefile import both_paths
 
     paths = both_paths(output)
-    check_writable(paths[0])
+    for path in paths:
+        check_writable(path)
     status = 0
     written: list[Path] = []
     for mode, path in zip(("naive", "batched"), paths):
@@ -331,6 +411,8 @@ def _run_both(args: argparse.Namespace, target: Target, output: Path) -> int:
             cmd.append("--every-launch")
         if args.link:
             cmd += ["--link", args.link]
+        if getattr(args, "max_records", None):
+            cmd += ["--max-records", str(args.max_records)]
         print(f"offload-prof: running the {mode} path in a fresh process ...", file=sys.stderr, flush=True)
         before = _identity(path)
         try:

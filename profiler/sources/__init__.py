@@ -1,10 +1,13 @@
 """The sources room: what turns a running program (or a vendor tool's output) into a `Run`.
 
-`recorder` (offload_core's events), `cupti/` (every CUDA call of the
-process, NVIDIA), `rocprof` (rocprofv3 output, AMD), `runner` (the target
-script or module, run in this process), `children` with `parts`, `merge`
-and `startup/` (the target's child processes, each recording itself into
-a part of its own, merged into one trace), `suite` (the RAJAPerf suite on
+`recorder` (offload_core's events; `spool`, the same streamed to a file
+as they come, capped by `recordcap`, for `offload-prof run`), `cupti/`
+(every CUDA call of the process, NVIDIA), `rocprof` (rocprofv3 output,
+AMD), `runner` (the target script or module, run in this process),
+`children` with `parts`, `gathering`, `merge` and `startup/` (the
+target's child processes, each recording itself into a part of its own,
+gathered and merged into one trace; `sigterm`, how a child's SIGTERM
+handler gets to run), `suite` (the RAJAPerf suite on
 both paths, for the demo), `calibrate` (this machine's link figures) and
 `meta` (the one `Meta` of a run recorded here). They write the trace room's
 records and read nothing above it. `Source` is what `offload-prof run`

@@ -5,9 +5,10 @@ recorded there; a child process (multiprocessing with any start method, a
 DataLoader worker, `subprocess.run([sys.executable, ...])`) is another
 interpreter, or a fork that no longer shares the recorder's memory. Each
 one therefore records itself and appends to a part file of its own as it
-runs (`parts`, `partrecorders`), and the target's process merges the parts
-when the run ends (`merge`). This module knows when a process starts,
-forks and ends; `handover` what the target passes on:
+runs (`parts`, `partrecorders`), and the target's process reads the parts
+(`gathering`) and merges them (`merge`) when the run ends. This module
+knows when a process starts, forks and ends; `handover` what the target
+passes on:
 
 * **Fresh interpreters** find `startup/sitecustomize.py` first on
   `PYTHONPATH` and read `OFFLOAD_PROF_CHILDREN`, both set by `run` for the
@@ -25,8 +26,18 @@ forks and ends; `handover` what the target passes on:
   that way) or a SIGKILL, so offload_core's events are appended to the
   part by a flusher thread every 0.2 s while the child runs,
   and `os._exit` is wrapped while recording so that the rest, and the end,
-  are written first. A killed child leaves what it recorded up to its
-  last flush.
+  are written first. SIGTERM (`with Pool(...)`'s exit, `terminate()`)
+  would end a child as abruptly, so a recording child's main thread gets
+  a SIGTERM handler that writes the rest and the end (`signal`), then
+  puts the handler it replaced back and sends the signal again, so that
+  the child still dies of it (or hands over to the program's own handler,
+  which then decides). A fork of the target does not keep `run`'s SIGTERM
+  handler (which raises in the target): it gets the one the target had
+  before. A child killed with SIGKILL leaves what it recorded up to its
+  last flush, and is named in the trace (`Process.complete` false) and in
+  a warning. A child still running when the target ends (a DataLoader's
+  persistent workers) is given two flush intervals to append what it
+  holds before the parts are read.
 * **CUPTI** cannot follow a fork, and a fork of a process that has
   initialised CUDA cannot use CUDA (CUDA's own rule), so such forks are
   listed in the trace as not recorded, without a warning: nothing can be
@@ -49,17 +60,22 @@ from __future__ import annotations
 
 import atexit
 import os
+import signal
 import sys
-from dataclasses import dataclass, replace
+import threading
+from dataclasses import replace
 from pathlib import Path
 from time import perf_counter_ns
+from types import FrameType
 from typing import Any, Callable, Literal
 
 from .handover import ENV, STARTUP, Settings, Source, popen_command, popen_env, unrecordable
+from .gathering import Gathered, remove_folder, settled_parts
 from .partrecorders import CuptiPart, EventPart, argv
-from .parts import Part, Unrecorded, write_unrecorded
+from .parts import Unrecorded, write_unrecorded
 from . import collectives
 from .postimport import PostImport
+from .sigterm import Watch
 
 #: top-level packages whose import starts a CUPTI recording in a child
 CUDA_LIBRARIES = ("cupy", "cupyx", "torch", "numba", "jax", "jaxlib", "cuda", "tensorflow")
@@ -86,6 +102,14 @@ class _Here:
         self.deferred = False
         self.trigger: PostImport | None = None
         self.hooks = False
+        #: the SIGTERM handler `_on_sigterm` replaced (a program's own, or SIG_DFL); None while it is not installed
+        self.sigterm_previous: Any = None
+        #: this process's part is being ended on the main thread: a SIGTERM now waits for that, then ends the process
+        self.ending = False
+        self.pending_signal: int | None = None
+        #: the handler started since the watch last asked (`sigterm.Watch`)
+        self.sigterm_seen = False
+        self.watch: Watch | None = None
 
     # ---- starting
     def begin_child(self, settings: Settings, start: Literal["fork", "exec"]) -> None:
@@ -106,13 +130,14 @@ class _Here:
         start = "exec" if self.start != "fork" else "fork"
         try:
             if settings.source == "offload":
-                self.part = EventPart(settings.folder, settings.fingerprints, start)
+                self.part = EventPart(settings.folder, settings.fingerprints, start, settings.max_records)
             else:
                 if _in_forkserver():
                     self.deferred = True
                     return
                 self.cuda_initialised = True
                 self.part = CuptiPart(settings.folder, settings.fingerprints, settings.every_launch, start)
+            self.arm_sigterm()
         except Exception as exc:
             self._note(Unrecorded(os.getppid(), argv(), f"could not record: {type(exc).__name__}: {exc}",
                                   os.getpid(), start))
@@ -126,14 +151,81 @@ class _Here:
             sys.stderr.write(f"offload-prof: {note.argv and ' '.join(note.argv)}: {note.why} ({exc})\n")
 
     # ---- ending
-    def end(self, how: Literal["exit", "os._exit", "exec"], code: int | None) -> None:
+    def end(self, how: Literal["exit", "os._exit", "exec", "signal"], code: int | None) -> None:
         part, self.part = self.part, None
         if part is None:
             return
+        self.ending = True
         try:
             part.end(how, code)
+        except FileNotFoundError:  # the run's folder is gone: the target ended before this child, nothing reads it
+            pass
         except Exception as exc:  # the program's exit must not fail for the profiler
             sys.stderr.write(f"offload-prof: pid {os.getpid()}: could not finish its part: {type(exc).__name__}: {exc}\n")
+        finally:
+            self.ending = False
+            signum, self.pending_signal = self.pending_signal, None
+            if signum is not None:  # a SIGTERM came while the part was being ended: it ends the process now
+                _die_of(signum, self.sigterm_previous)
+
+    # ---- SIGTERM
+    def arm_sigterm(self) -> None:
+        """Have SIGTERM write this process's records before it ends the process (a pool's workers end that way).
+
+        Only the main thread may set a handler; a recording started on
+        another thread keeps what its flusher writes (and is named if
+        killed). A program that ignores SIGTERM keeps ignoring it.
+        """
+        if self.sigterm_previous is not None or threading.current_thread() is not threading.main_thread():
+            return
+        try:
+            current = signal.getsignal(signal.SIGTERM)
+            # a fork of the target inherits `run`'s handler, meant for the target alone: take the one before it
+            current = getattr(current, "offload_prof_previous", current)
+            if current is signal.SIG_IGN:
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
+                return
+            signal.signal(signal.SIGTERM, _on_sigterm)
+        except (ValueError, OSError):  # not the main interpreter, or no such signal here
+            return
+        self.sigterm_previous = signal.SIG_DFL if current is None else current
+        try:
+            self.watch = Watch.start(_sigterm_handled)
+        except OSError:
+            self.watch = None
+
+    def disarm_in_fork(self) -> None:
+        """In a fork's child: the parent's handler state and watch are not this process's (it arms its own)."""
+        watch, self.watch = self.watch, None
+        if watch is not None:
+            watch.forget()
+        previous, self.sigterm_previous = self.sigterm_previous, None
+        try:
+            if previous is not None and signal.getsignal(signal.SIGTERM) is _on_sigterm:
+                signal.signal(signal.SIGTERM, previous)
+        except (ValueError, OSError):
+            pass
+        self.sigterm_seen = False
+        self.ending = False
+        self.pending_signal = None
+
+    def on_sigterm(self, signum: int, frame: FrameType | None) -> None:
+        self.sigterm_seen = True
+        previous = self.sigterm_previous
+        if self.ending:  # the main thread was interrupted while ending the part: it finishes, then ends the process
+            self.pending_signal = signum
+            return
+        if callable(previous):  # the program's own handler decides what SIGTERM does: what was recorded goes first
+            part = self.part
+            if part is not None:
+                try:
+                    part.flush()
+                except Exception:
+                    pass
+            previous(signum, frame)
+            return
+        self.end("signal", signum)
+        _die_of(signum, previous)
 
     # ---- forks
     def before_fork(self) -> None:
@@ -150,6 +242,8 @@ class _Here:
         settings = self.settings
         if settings is None:
             return
+        self.disarm_in_fork()
+        _drop_targets_sigterm()
         if self.detach_main is not None:
             try:
                 self.detach_main()
@@ -191,6 +285,43 @@ class _Here:
 HERE = _Here()
 _REAL_EXIT = os._exit
 _REAL_POPEN_INIT: Any = None
+
+
+def _drop_targets_sigterm() -> None:
+    """In a fork of the target: SIGTERM as the target had it before `run` made it raise in the target."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    try:
+        current = signal.getsignal(signal.SIGTERM)
+        if hasattr(current, "offload_prof_previous"):
+            previous = current.offload_prof_previous  # type: ignore[union-attr]
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+    except (ValueError, OSError):
+        pass
+
+
+def _sigterm_handled() -> bool:
+    """For the watch: whether the handler started since last asked, or is no longer this process's handler."""
+    seen, HERE.sigterm_seen = HERE.sigterm_seen, False
+    try:
+        return seen or signal.getsignal(signal.SIGTERM) is not _on_sigterm
+    except (ValueError, OSError):
+        return True
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    """A recording child's SIGTERM handler (`_Here.arm_sigterm`)."""
+    HERE.on_sigterm(signum, frame)
+
+
+def _die_of(signum: int, previous: Any) -> None:
+    """End this process by `signum` as it would have ended unprofiled: the replaced handler back, the signal again."""
+    if callable(previous):
+        previous(signum, None)
+        return
+    signal.signal(signum, signal.SIG_DFL)
+    signal.raise_signal(signum)
+    _REAL_EXIT(128 + signum)  # only reached where the signal is blocked in this thread: end as the shell would say
 
 
 def _os_exit(code: int) -> None:
@@ -274,14 +405,6 @@ def start_child(text: str) -> None:
     HERE.begin_child(settings, "exec")
 
 
-@dataclass(frozen=True)
-class Gathered:
-    """What the children left: their parts and the notes about children that could not record."""
-
-    parts: list[Part]
-    unrecorded: list[Unrecorded]
-
-
 class ChildRecording:
     """The target's side: lets every child record itself while the target runs, and gathers the parts after.
 
@@ -292,20 +415,28 @@ class ChildRecording:
     children wrote.
     """
 
-    def __init__(self, source: Source, fingerprints: bool, every_launch: bool = False) -> None:
+    def __init__(self, source: Source, fingerprints: bool, every_launch: bool = False, max_records: int = 0,
+                 place: Path | None = None, prefix: str = "offload-prof-run-") -> None:
         self.source: Source = source
         self.fingerprints = fingerprints
         self.every_launch = every_launch
+        #: each process keeps at most this many records (0: no cap)
+        self.max_records = max_records
+        #: where the run's folder is made (None: the temporary folder), and its name's start
+        self.place = place
+        self.prefix = prefix
         self.folder: Path | None = None
         self._saved: dict[str, str | None] = {}
         self.started_ns = 0
+        self.kept: Path | None = None
 
     def start(self, *, on_os_exit: Callable[[int], None], detach: Callable[[], None]) -> ChildRecording:
         import tempfile
 
-        self.folder = Path(tempfile.mkdtemp(prefix="offload-prof-run-"))
+        self.folder = Path(tempfile.mkdtemp(prefix=self.prefix, dir=self.place))
         root = str(Path(__file__).resolve().parents[2])
-        settings = Settings(str(self.folder), self.source, self.fingerprints, root, self.every_launch)
+        settings = Settings(str(self.folder), self.source, self.fingerprints, root, self.every_launch,
+                            self.max_records)
         self._saved = {k: os.environ.get(k) for k in (ENV, "PYTHONPATH")}
         os.environ[ENV] = settings.encode()
         os.environ["PYTHONPATH"] = os.pathsep.join([str(STARTUP), *filter(None, [self._saved["PYTHONPATH"]])])
@@ -319,9 +450,10 @@ class ChildRecording:
         self.started_ns = perf_counter_ns()
         return self
 
-    def stop(self) -> Gathered:
-        """Stop arming children and read their parts; the folder is removed. Idempotent."""
-        from .parts import read_parts, read_unrecorded
+    def stop(self, keep: bool = False) -> Gathered:
+        """Stop arming children and read their parts; the folder is removed unless `keep` (then `remove` it once the
+        trace is written: it holds the target's own spool too). Idempotent."""
+        from .parts import read_unrecorded
 
         HERE.settings = None
         HERE.on_os_exit = None
@@ -338,8 +470,15 @@ class ChildRecording:
         folder, self.folder = self.folder, None
         if folder is None:
             return Gathered([], [])
-        gathered = Gathered(read_parts(folder), read_unrecorded(folder))
-        import shutil
-
-        shutil.rmtree(folder, ignore_errors=True)
+        gathered = Gathered(settled_parts(folder), read_unrecorded(folder))
+        if keep:
+            self.kept = folder
+        else:
+            remove_folder(folder)
         return gathered
+
+    def remove(self) -> None:
+        """Remove the folder `stop(keep=True)` left."""
+        folder, self.kept = self.kept, None
+        if folder is not None:
+            remove_folder(folder)

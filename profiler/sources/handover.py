@@ -40,10 +40,12 @@ class Settings:
     root: str
     #: every launch's call site (CUPTI) rather than a sample (`run --every-launch`)
     every_launch: bool = False
+    #: the most records a process keeps (`run --max-records`); 0: no cap
+    max_records: int = 0
 
     def encode(self) -> str:
         return json.dumps({"folder": self.folder, "source": self.source, "fingerprints": self.fingerprints,
-                           "root": self.root, "every_launch": self.every_launch})
+                           "root": self.root, "every_launch": self.every_launch, "max_records": self.max_records})
 
     @classmethod
     def decode(cls, text: str) -> Settings:
@@ -51,7 +53,7 @@ class Settings:
         if data.get("source") not in ("offload", "cupti"):
             raise ValueError(f"unknown source {data.get('source')!r}")
         return cls(str(data["folder"]), data["source"], bool(data["fingerprints"]), str(data["root"]),
-                   bool(data.get("every_launch", False)))
+                   bool(data.get("every_launch", False)), int(data.get("max_records", 0)))
 
 
 _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?[a-z]?(\.exe)?$")

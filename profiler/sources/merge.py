@@ -54,13 +54,30 @@ def renumbered() -> _Renumber:
 def part_note(part: Part) -> str:
     """How a child ended, when that is worth saying: not a plain exit with status 0."""
     end = part.end
+    if part.torn:
+        return (f"its last write was cut short ({part.torn} bytes): killed while writing; what it recorded after its "
+                "last whole write is missing")
     if end is None:
-        return "no end: killed, or still running when the target ended; recorded up to its last write"
+        if part.running:
+            return "still running when the target ended: recorded up to then"
+        return ("no end: killed before it finished writing its records; what it recorded after its last write "
+                "(every 0.2 s) is missing")
+    if end.how == "signal":
+        return f"ended by {_signal_name(end.code)} (its records written first)"
     if end.how == "os._exit":
         return f"os._exit({end.code})"
     if end.how == "exec":
         return "replaced itself with another program (os.exec*)"
     return f"exit {end.code}" if end.code else ""  # None: an exit through atexit, whose status it cannot see
+
+
+def _signal_name(number: int | None) -> str:
+    import signal
+
+    try:
+        return signal.Signals(number or 0).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def merge(main: Run, main_process: Process, t0_ns: int, parts: Sequence[Part],
@@ -84,13 +101,17 @@ def merge(main: Run, main_process: Process, t0_ns: int, parts: Sequence[Part],
     for part in order:
         h = part.hello
         if not part.rows:
-            if part.end is None:
+            if not part.complete:
                 listed.append(Process(h.pid, h.parent, h.start, h.argv, recorded=False, name=h.name,
-                                      note="started recording and ended before writing any record (killed?)",
-                                      rank=part.rank))
+                                      note="started recording and ended before writing any record: killed; what "
+                                      "it recorded is missing", rank=part.rank, complete=False))
             continue
         index = len(processes)
-        processes.append(Process(h.pid, h.parent, h.start, h.argv, True, part_note(part), h.name, part.rank))
+        note = part_note(part)
+        if part.dropped:
+            kept = f"kept its first {len(part.rows):,} records, {part.dropped:,} more not kept (--max-records)"
+            note = f"{note}; {kept}" if note else kept
+        processes.append(Process(h.pid, h.parent, h.start, h.argv, True, note, h.name, part.rank, part.complete))
         launch_offset = launches.block(row[6] for row in part.rows)
         region_offset = regions.block(row[10] for row in part.rows)
         streams.append(_records(part.rows, index, t0_ns, launch_offset, region_offset, sites))
@@ -100,7 +121,8 @@ def merge(main: Run, main_process: Process, t0_ns: int, parts: Sequence[Part],
         records: Sequence[Record] = tuple(heapq.merge(*streams, key=lambda r: r.start_ns))
     else:  # kept as it is (a CUPTI run's `RecordTable` stays unbuilt); a list made immutable
         records = tuple(main.records) if isinstance(main.records, list) else main.records
-    return Run(replace(main.meta, processes=tuple(processes)), records)
+    dropped = main.meta.dropped + sum(p.dropped for p in parts)
+    return Run(replace(main.meta, processes=tuple(processes), dropped=dropped), records)
 
 
 def _records(rows: Sequence[Row], process: int, t0_ns: int, launch_offset: int, region_offset: int,

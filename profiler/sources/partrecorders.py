@@ -2,8 +2,12 @@
 
 `EventPart` subscribes to offload_core's event bus for rows and appends
 them to the process's part every `FLUSH_INTERVAL_S` from a thread of its
-own (started with the first event) and at the end, so that a child
-killed without warning leaves what it recorded up to its last append.
+own (started with the first event, which it writes at once, so that a
+child that recorded anything has a part) and at the end, so that a child
+killed without warning leaves what it recorded up to its last append. A
+part's writes are serialised by its re-entrant `lock`: the SIGTERM
+handler (`children`) may end the part on the main thread while that
+thread holds the lock around a fork.
 `CuptiPart` runs a CUPTI recording of the child and writes its records at
 the end: CUPTI's activity records are decoded in bulk once. Both are
 driven by `profiler.sources.children`, which knows when a process starts,
@@ -15,25 +19,34 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 from typing import Any, Literal, Sequence
 
 from .parts import End, Hello, PartWriter, Row
 from .ranks import current_device, rank_from_env
+from .sigterm import block_signals
 
 #: seconds between two appends of a child's events to its part
 FLUSH_INTERVAL_S = 0.2
+#: how often the flusher looks at what waits, and how many events make it append at once (memory stays bounded)
+TICK_S = 0.05
+BATCH_ROWS = 65_536
 
 
 class EventPart:
     """offload_core's events of this process, appended to its part every `FLUSH_INTERVAL_S` and at its end."""
 
-    def __init__(self, folder: str, fingerprints: bool, start: Literal["fork", "exec"]) -> None:
+    def __init__(self, folder: str, fingerprints: bool, start: Literal["fork", "exec"], max_records: int = 0) -> None:
         from offload_core import events
 
         self._events = events
         self.writer = PartWriter(folder, lambda: _hello(start))
         self.pending: list[Any] = []
-        self.lock = threading.Lock()
+        #: the most records kept (`run --max-records`; 0: no cap), how many were, and how many more were dropped
+        self.max_records = max_records
+        self.kept = 0
+        self.dropped = 0
+        self.lock = threading.RLock()
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._fn = self.on_event
@@ -46,8 +59,20 @@ class EventPart:
             self._thread.start()
 
     def _loop(self) -> None:
-        while not self._stop.wait(FLUSH_INTERVAL_S):
+        block_signals()
+        # the first event at once: from now on the process has a part, and a kill that follows is known
+        try:
             self.flush()
+            last = time.monotonic()
+            while not self._stop.wait(TICK_S):
+                now = time.monotonic()
+                if len(self.pending) >= BATCH_ROWS or now - last >= FLUSH_INTERVAL_S:
+                    self.flush()
+                    last = now
+        except Exception:  # the run's folder is gone (the target ended before this child): nothing to write to
+            self._stop.set()
+            self._events.BUS.drop(self._fn)  # and nothing kept from now on: memory stays as it is
+            self.pending = []
 
     def flush(self) -> None:
         with self.lock:
@@ -56,19 +81,28 @@ class EventPart:
                 return
             batch = self.pending[:n]
             del self.pending[:n]
-            self.writer.write("records", event_rows(batch))
+            room = max(self.max_records - self.kept, 0) if self.max_records else n
+            if room < n:
+                self.dropped += n - room
+                batch = batch[:room]
+            if batch:
+                self.writer.write("records", event_rows(batch))
+                self.kept += len(batch)
+            if room < n and self.writer.path is not None:  # the count so far, should this process be killed
+                self.writer.write("dropped", (self.dropped, time.perf_counter_ns()))
 
-    def end(self, how: Literal["exit", "os._exit", "exec"], code: int | None) -> None:
+    def end(self, how: Literal["exit", "os._exit", "exec", "signal"], code: int | None) -> None:
         self._stop.set()
         try:
             self._events.flush()  # events still waiting for device timings
         finally:
             self._events.BUS.drop(self._fn)
-            self.flush()
-            if self.writer.path is not None:  # a child that recorded nothing writes nothing
-                _write_rank(self.writer)
-                self.writer.write("end", End(how, code))
-            self.writer.close()
+            with self.lock:
+                self.flush()
+                if self.writer.path is not None:  # a child that recorded nothing writes nothing
+                    _write_rank(self.writer)
+                    self.writer.write("end", End(how, code, self.dropped))
+                self.writer.close()
 
     def abandon(self) -> None:
         """In a fork of this process: the parent's part is not the child's."""
@@ -88,12 +122,12 @@ class CuptiPart:
                                       launch_sites="all" if every_launch else "sampled").start()
         self.writer = PartWriter(folder, lambda: _hello(start))
         self.writer.write("records", [])  # the part exists from now on, so a child that dies is known
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()
 
     def flush(self) -> None:
         """CUPTI's records are decoded once, at the end."""
 
-    def end(self, how: Literal["exit", "os._exit", "exec"], code: int | None) -> None:
+    def end(self, how: Literal["exit", "os._exit", "exec", "signal"], code: int | None) -> None:
         self.recorder.stop()
         run = self.recorder.run()
         origin = self.recorder.origin_ns()

@@ -36,7 +36,7 @@ from ..trace.records import Rank
 #: one record of a part: Record's fields in order up to `fingerprint` (then, from a CUPTI part, `device` and
 #: `peer`), `start_ns` absolute, `site` a (file, line, function) tuple
 Row = tuple[Any, ...]
-Tag = Literal["hello", "records", "rank", "end"]
+Tag = Literal["hello", "records", "rank", "end", "meta", "dropped"]
 _LENGTH = struct.Struct("<I")
 PART_SUFFIX = ".part"
 UNRECORDED_SUFFIX = ".unrecorded"
@@ -56,13 +56,16 @@ class Hello:
 
 @dataclass(frozen=True)
 class End:
-    """How a process ended: `exit` (normal interpreter exit), `os._exit`, or `exec` (replaced by another program).
+    """How a process ended: `exit` (normal interpreter exit), `os._exit`, `exec` (replaced by another program), or
+    `signal` (SIGTERM: it wrote its records, then died of the signal; `code` is the signal's number).
 
     `code` is None where the process could not know it (`atexit` does not see the status `sys.exit` passes on).
     """
 
-    how: Literal["exit", "os._exit", "exec"]
+    how: Literal["exit", "os._exit", "exec", "signal"]
     code: int | None = None
+    #: records the process made past `run --max-records` and did not keep
+    dropped: int = 0
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,15 @@ class Part:
     torn: int = 0
     #: the process's rank as it said last (a `rank` chunk at its end names the device), else as its hello said
     rank: Rank | None = None
+    #: its process was still running when the part was read (the target ended first): no end is no loss
+    running: bool = False
+    #: records past `run --max-records` it did not keep, as its last `dropped` chunk (or its end) counted them
+    dropped: int = 0
+
+    @property
+    def complete(self) -> bool:
+        """Whether the part holds all its process recorded: it ended normally or is still running, and no write was torn."""
+        return (self.end is not None or self.running) and not self.torn
 
 
 class PartWriter:
@@ -94,9 +106,8 @@ class PartWriter:
         self.path: Path | None = None
 
     def write(self, tag: Tag, payload: Any) -> None:
-        data = pickle.dumps((tag, payload), protocol=pickle.HIGHEST_PROTOCOL)
         fd = self._open()
-        os.write(fd, _LENGTH.pack(len(data)) + data)
+        os.write(fd, encode_chunk(tag, payload))
 
     def _open(self) -> int:
         if self._fd is None:
@@ -136,6 +147,34 @@ class PartWriter:
         self.path = None
 
 
+def encode_chunk(tag: Tag, payload: Any) -> bytes:
+    """One chunk: its length, then the pickle of `(tag, payload)`, to be written with one `os.write`."""
+    data = pickle.dumps((tag, payload), protocol=pickle.HIGHEST_PROTOCOL)
+    return _LENGTH.pack(len(data)) + data
+
+
+def read_chunks(path: str | os.PathLike[str]) -> Iterator[tuple[Tag, Any] | int]:
+    """The chunks of a part file read one at a time (a spool of 10^6 records is never in memory whole), then the
+    number of trailing bytes that form no whole chunk (if any)."""
+    with open(path, "rb") as fh:
+        while True:
+            head = fh.read(_LENGTH.size)
+            if len(head) < _LENGTH.size:
+                if head:
+                    yield len(head)
+                return
+            (n,) = _LENGTH.unpack(head)
+            body = fh.read(n)
+            if len(body) < n:
+                yield _LENGTH.size + len(body)
+                return
+            try:
+                yield pickle.loads(body)
+            except Exception:
+                yield _LENGTH.size + len(body)
+                return
+
+
 def chunks(raw: bytes) -> Iterator[tuple[Tag, Any] | int]:
     """The chunks of a part file's bytes, then the number of trailing bytes that form no whole chunk (if any)."""
     pos = 0
@@ -163,7 +202,7 @@ def read_part(path: Path) -> Part | None:
     rows: list[Row] = []
     end: End | None = None
     rank: Rank | None = None
-    torn = 0
+    torn = dropped = 0
     for item in chunks(raw):
         if isinstance(item, int):
             torn = item
@@ -177,9 +216,12 @@ def read_part(path: Path) -> Part | None:
             rank = payload
         elif tag == "end" and isinstance(payload, End):
             end = payload
+        elif tag == "dropped" and isinstance(payload, tuple) and payload and isinstance(payload[0], int):
+            dropped = payload[0]  # (count, perf_counter_ns)
     if hello is None:
         return None
-    return Part(path, hello, tuple(rows), end, torn, rank or hello.rank)
+    return Part(path, hello, tuple(rows), end, torn, rank or hello.rank,
+                dropped=max(dropped, end.dropped if end is not None else 0))
 
 
 def read_parts(folder: str | os.PathLike[str]) -> list[Part]:

@@ -144,7 +144,7 @@ class Recorder:
             delivered = self.raw[:]  # one copy, atomic against the appends of recording threads
             backend, device, mode, started_at = *self._backend, self._mode, self._started_at
             estimated = self._estimated
-        sites = _SiteTable()
+        sites = SiteTable()
         # rows: kind, nbytes, pinned, start_ns, duration_ns, kernel, launch, param, array, callsite, mode, region, fp
         records = tuple(
             Record(k, start - t0, duration, nbytes, pinned, kernel, launch, param, array, sites.get(site), region,
@@ -157,7 +157,7 @@ class Recorder:
         return Run(meta, records)
 
 
-class _SiteTable:
+class SiteTable:
     """Events' call sites, interned once each with their source line and column filled in."""
 
     def __init__(self) -> None:

@@ -147,7 +147,10 @@ def _sigterm_as_exception() -> Iterator[None]:
     def handler(signum: int, frame: Any) -> None:
         raise Terminated()
 
-    previous = signal.signal(signal.SIGTERM, handler)
+    previous = signal.getsignal(signal.SIGTERM)
+    # what a fork of the target restores (`profiler.sources.children`): this handler is for the target alone
+    handler.offload_prof_previous = previous  # type: ignore[attr-defined]
+    signal.signal(signal.SIGTERM, handler)
     try:
         yield
     finally:

@@ -286,6 +286,45 @@ class Columns:
         )
 
 
+def exact_sum(values: np.ndarray) -> int:
+    """The sum of an integer column as a Python int, exact however large its values are.
+
+    NumPy sums int64 in int64 and wraps silently: two records of 2^62
+    bytes would total a negative number. Where the column's largest
+    magnitude times its length fits in int64 the sum is NumPy's (the
+    usual case, and fast); otherwise it is taken in Python integers.
+    """
+    if values.size == 0:
+        return 0
+    if _fits(values, values.size):
+        return int(values.sum())
+    return sum(values.tolist())
+
+
+def exact_group_sums(values: np.ndarray, groups: np.ndarray, n: int) -> list[int]:
+    """`values` summed per group (`groups[i]` in 0..n-1), as Python ints, exact as `exact_sum` is."""
+    if values.size == 0 or _fits(values, values.size):
+        out = np.zeros(n, dtype=np.int64)
+        np.add.at(out, groups, values)
+        return out.tolist()  # type: ignore[no-any-return]
+    totals = [0] * n
+    for g, v in zip(groups.tolist(), values.tolist()):
+        totals[g] += v
+    return totals
+
+
+def saturating_add(a: np.ndarray | int, b: np.ndarray) -> np.ndarray:
+    """`a + b` element by element for non-negative `b`, held at 2^63-1 where int64 would wrap (an end past every time)."""
+    first = np.asarray(a, dtype=np.int64)
+    return first + np.minimum(b, np.iinfo(np.int64).max - np.maximum(first, 0))
+
+
+def _fits(values: np.ndarray, count: int) -> bool:
+    """Whether `count` values of at most `values`' largest magnitude sum within int64."""
+    largest = max(abs(int(values.max())), abs(int(values.min())))
+    return largest * count <= np.iinfo(np.int64).max
+
+
 class ColumnsBuilder:
     """Records appended one by one as field values, made into `Columns` at the end; no `Record` is built.
 

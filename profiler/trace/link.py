@@ -20,6 +20,8 @@ from typing import Any
 
 import yaml
 
+from offload_core.outfiles import write_atomically
+
 from ..errors import ProfilerError
 from ..files import read_yaml
 from .model import Run
@@ -58,10 +60,10 @@ def load_link(path: str | os.PathLike[str]) -> Link:
 
 def save_link(link: Link, path: str | os.PathLike[str]) -> Path:
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
     data = {k: v for k, v in vars(link).items() if v is not None}
     header = "# offload-prof link profile (figures in GB/s and microseconds)\n"
-    target.write_text(header + yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    # as every file offload-prof writes: whole or not at all, through a symlink, to a device in place
+    write_atomically(target, (header + yaml.safe_dump(data, sort_keys=False)).encode("utf-8"))
     return target
 
 

@@ -211,7 +211,10 @@ class Process:
     (multiprocessing's process name, `Process-1`), where it had one: a
     fork's command line is its parent's. `rank` is set for a process of a
     distributed job (`Rank`): a job is the processes of one trace grouped
-    by rank (`profiler.trace.job`).
+    by rank (`profiler.trace.job`). `complete` is False for a child that
+    ended before it wrote all it recorded (killed with SIGKILL, or by a
+    handler that skipped Python's own exit: `note` says which), whose
+    records in the trace may therefore be fewer than it made.
     """
 
     pid: int | None
@@ -223,6 +226,8 @@ class Process:
     name: str = ""
     #: the process's place in a distributed job (`Rank`), None outside one
     rank: Rank | None = None
+    #: False: the process ended before writing all it recorded; its counts in the trace may be short
+    complete: bool = True
 
     def label(self) -> str:
         """A short name for the process: its pid and what it ran."""
@@ -253,7 +258,9 @@ class Meta:
     are estimates rather than measurements for some records, as
     `kind.field` (`launch.duration_ns` when a GPU launch's device time was
     sampled, `launch.site` when CUPTI sampled launch call sites); every
-    other figure was measured.
+    other figure was measured. `dropped` counts the records the run made
+    past `offload-prof run --max-records` and did not keep (the trace
+    holds the first ones of each process).
     """
 
     backend: str
@@ -275,6 +282,7 @@ class Meta:
     wall_samples_ns: tuple[int, ...] = ()
     processes: tuple[Process, ...] = ()
     estimated: tuple[str, ...] = ()
+    dropped: int = 0
 
 
 def relative_file(file: str, cwd: str) -> str:

@@ -18,11 +18,10 @@ the model above it.
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Final, Iterator, Protocol, Sequence
 
 from offload_core.outfiles import write_atomically
 
@@ -54,11 +53,41 @@ class Stored(Protocol):
 def save(run: Stored, path: str | os.PathLike[str]) -> Path:
     """Write the trace (gzip-compressed when the name ends in .gz), atomically."""
     target = Path(path)
-    payload = json.dumps(to_document(run), separators=(",", ":"), allow_nan=False).encode()
-    if target.suffix == ".gz":
-        payload = gzip.compress(payload, compresslevel=6)
-    write_atomically(target, payload)
+    # written piece by piece as the encoder makes them: a trace of 10^6 records is never in memory as one string
+    # and again as its bytes
+    pieces = (s.encode() for s in _encoder().iterencode(to_document(run)))
+    write_atomically(target, _gzipped(pieces) if target.suffix == ".gz" else _joined(pieces))
     return target
+
+
+def _encoder() -> json.JSONEncoder:
+    return json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+
+
+def _joined(pieces: Iterator[bytes], size: int = 1 << 20) -> Iterator[bytes]:
+    """The encoder's many small pieces gathered into writes of about `size` bytes (a large piece passes as it is)."""
+    held: list[bytes] = []
+    n = 0
+    for piece in pieces:
+        held.append(piece)
+        n += len(piece)
+        if n >= size:
+            yield b"".join(held)
+            held, n = [], 0
+    if held:
+        yield b"".join(held)
+
+
+def _gzipped(pieces: Iterator[bytes]) -> Iterator[bytes]:
+    """The pieces compressed as one gzip member (level 6), as `gzip.compress` would."""
+    import zlib
+
+    packer = zlib.compressobj(6, zlib.DEFLATED, 31)
+    for piece in _joined(pieces):
+        out = packer.compress(piece)
+        if out:
+            yield out
+    yield packer.flush()
 
 
 def load(path: str | os.PathLike[str]) -> tuple[Meta, Sequence[Record]]:
@@ -147,6 +176,13 @@ def rank_path(output: Path, rank: int) -> Path:
     return output.with_name(f"{stem}.rank{rank}{ext}")
 
 
+def recovered_path(output: Path) -> Path:
+    """Where `offload-prof recover` writes the trace of a killed run that was writing `output`: `t.json` ->
+    `t.recovered.json`, beside it, so that a trace written since (by the next run) is not replaced."""
+    stem, ext = _stem(output)
+    return output.with_name(f"{stem}.recovered{ext}")
+
+
 def _stem(output: Path) -> tuple[str, str]:
     name = output.name
     for suffix in (".json.gz", ".json"):
@@ -166,14 +202,19 @@ def asdict_meta(meta: Meta) -> dict[str, Any]:
         del out["wall_samples_ns"]
     out["processes"] = [_process_dict(p) for p in meta.processes]
     out["estimated"] = list(meta.estimated)
+    if not meta.dropped:  # a run that kept all it recorded: its files stay as they were
+        del out["dropped"]
     return out
 
 
 def _process_dict(p: Process) -> dict[str, Any]:
-    """A process as the trace stores it; `rank` only for a process of a distributed job (older files stay as they were)."""
+    """A process as the trace stores it; `rank` only for a process of a distributed job, `complete` only when false
+    (older files stay as they were)."""
     out = {**dataclasses.asdict(p), "argv": list(p.argv)}
     if p.rank is None:
         del out["rank"]
+    if p.complete:
+        del out["complete"]
     return out
 
 
@@ -262,6 +303,9 @@ class Reader:
         samples = opt("wall_samples_ns", list, [])
         if not all(_is_int(v) and 0 <= v <= INT64_MAX for v in samples):
             raise self.fail("'meta.wall_samples_ns' must be an array of integers from 0 to 2^63-1")
+        dropped = opt("dropped", int, 0)
+        if not 0 <= dropped <= INT64_MAX:
+            raise self.fail(f"'meta.dropped' is {shown(dropped)}, outside 0 to 2^63-1 records")
         link = m.get("link")
         return Meta(
             backend=self.need(m, "backend", str, "meta."),
@@ -283,6 +327,7 @@ class Reader:
             wall_samples_ns=tuple(samples),
             processes=tuple(self.process(n, p) for n, p in enumerate(opt("processes", list, []))),
             estimated=strings("estimated"),
+            dropped=dropped,
         )
 
     def process(self, n: int, p: Any) -> Process:
@@ -299,12 +344,14 @@ class Reader:
         if start not in ("main", "fork", "exec"):
             raise self.fail(f"'{where}.start' must be main, fork or exec, got {start!r}")
         argv = self.text_list(p.get("argv", []), f"{where}.argv")
-        recorded = p.get("recorded", True)
+        recorded, complete = p.get("recorded", True), p.get("complete", True)
         note, name = p.get("note", ""), p.get("name", "")
         if not isinstance(recorded, bool) or not isinstance(note, str) or not isinstance(name, str):
             raise self.fail(f"'{where}': recorded must be true/false, note and name strings")
+        if not isinstance(complete, bool):
+            raise self.fail(f"'{where}.complete' must be true or false, got {json_type(complete)}")
         rank = None if p.get("rank") is None else self.rank(p["rank"], f"{where}.rank")
-        return Process(pid, parent, start, tuple(argv), recorded, note, name, rank)
+        return Process(pid, parent, start, tuple(argv), recorded, note, name, rank, complete)
 
     def rank(self, r: Any, where: str) -> Rank:
         if not isinstance(r, dict):

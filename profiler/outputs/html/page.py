@@ -16,6 +16,7 @@ output's script), with call sites labelled by the notebook's cells.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
@@ -79,13 +80,37 @@ def render_page(runs: Sequence[Analysed], *, link: Link | None = None, top: int 
         data.append({**timeline_data(a.run, a.name, file_where(a.run.meta.cwd), _marks(a)).as_json(),
                      "exact": exact_limit})
     # "</" cannot close the data's script element: site labels are the user's text
-    payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
-    return ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{escape(title)}</title><style>{asset('report.css')}</style></head>\n"
-            f"<body class=\"offload-prof\">\n{''.join(body)}\n"
-            f"<script type=\"application/json\" id=\"timeline-data\">{payload}</script>\n"
-            f"<script>{asset('report.js')}</script>\n</body></html>\n")
+    # a file name's bad bytes as `\\xff` inside the JSON strings too (the backslash escaped for JSON)
+    payload = utf8_text(json.dumps(data, separators=(",", ":"), ensure_ascii=False), in_json=True).replace(
+        "</", "<\\/")
+    return utf8_text("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                     "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+                     f"<title>{escape(title)}</title><style>{asset('report.css')}</style></head>\n"
+                     f"<body class=\"offload-prof\">\n{''.join(body)}\n"
+                     f"<script type=\"application/json\" id=\"timeline-data\">{payload}</script>\n"
+                     f"<script>{asset('report.js')}</script>\n</body></html>\n")
+
+
+#: a lone surrogate: how Python holds a byte of a file name that is not UTF-8 (`os.fsdecode`), which UTF-8 cannot encode
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def utf8_text(text: str, in_json: bool = False) -> str:
+    """`text` with every lone surrogate shown as the byte it stands for (`\\xff`), so that it encodes as UTF-8.
+
+    A call site in `l\\xffop.py` (a file name that is not UTF-8) reaches
+    the report as a lone surrogate; a page is UTF-8 throughout, so the bad
+    byte is shown as `ls -b` shows it, and anything else that is no
+    character (a surrogate from a JSON escape) as U+FFFD. `in_json`: the
+    text is JSON, whose strings need the backslash escaped.
+    """
+    slash = "\\\\" if in_json else "\\"
+
+    def shown(m: re.Match[str]) -> str:
+        code = ord(m.group())
+        return f"{slash}x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else "\ufffd"
+
+    return _SURROGATE.sub(shown, text)
 
 
 def cell_html(a: Analysed, *, where: Where, link: Link | None = None, top: int = 10, title: str = "") -> str:
@@ -93,7 +118,7 @@ def cell_html(a: Analysed, *, where: Where, link: Link | None = None, top: int =
     run = a.run
     t = totals(run, link)
     head = f"<h3>{escape(title)}</h3>" if title else ""
-    return (f"<div class=\"offload-prof\"><style>{asset('report.css')}</style>{head}"
+    return utf8_text(f"<div class=\"offload-prof\"><style>{asset('report.css')}</style>{head}"
             f"{verdict_html(a.verdict, run.meta.cwd, where=where)}"
             f"<p class=\"meta\" id=\"wall\">{_wall_sentence(run, t.wall_ns, t.copies.ns, t.launches.count, t.regions)}</p>"
             f"{_link_note(link, run)}"

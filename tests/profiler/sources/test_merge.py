@@ -54,7 +54,7 @@ def test_children_that_recorded_nothing_and_notes() -> None:
 def test_how_a_child_ended() -> None:
     assert part_note(part(1, [], End("exit", None))) == "" and part_note(part(1, [], End("exit", 3))) == "exit 3"
     assert part_note(part(1, [], End("os._exit", 0))) == "os._exit(0)"
-    assert part_note(part(1, [], None)).startswith("no end: killed, or still running")
+    assert part_note(part(1, [], None)).startswith("no end: killed before it finished writing its records")
 
 
 def test_a_run_without_recorded_children_keeps_its_records_unbuilt() -> None:
