@@ -14,6 +14,13 @@ depends on what the host does after it, not on how rare it is. The replay
 prices dropping the waits (the device no longer idles while the host
 queues the next step), and materiality makes a wait that costs little
 info. A raised fraction keeps only waits every few launches.
+
+A wait that is the program's own measurement (the CUDA event timing idiom,
+`end.synchronize()` before `start.elapsed_time(end)`; a `synchronize()`
+before a host clock is read) is no mistake: without it the figure is
+wrong (`profiler.analysis.measurements`). Such a sync is skipped when it
+is its own cause, that is when no download since the previous sync asked
+for it.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from collections import defaultdict
 
 from ...trace.records import Site
 from ..replay import drop_syncs
+from ..measurements import is_measurement
 from ..waits import sync_causes
 from .base import Context, Draft
 
@@ -33,12 +41,20 @@ def sync_per_launch(ctx: Context) -> None:
     records = ctx.records
     causes = sync_causes(ctx.run.columns)
     launches = 0
+    measurement: dict[Site, bool] = {}  # per sync site: a timing idiom's wait? (asked once: a timing loop syncs
+                                        # thousands of times at one line)
     entries: dict[Site | None, list[tuple[int, int]]] = defaultdict(list)
     for i, r in enumerate(records):
         if r.kind == "launch":
             launches += 1
         elif r.kind == "sync" and not ctx.claimed(i):
-            entries[causes[i]].append((i, launches))
+            cause = causes[i]
+            if cause is not None and cause == r.site:
+                if cause not in measurement:
+                    measurement[cause] = is_measurement(cause)
+                if measurement[cause]:
+                    continue
+            entries[cause].append((i, launches))
     total = launches
     for site, found in entries.items():
         mid = [(i, n) for i, n in found if 0 < n < total]  # a launch before it and one after it
