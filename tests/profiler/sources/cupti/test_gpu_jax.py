@@ -49,7 +49,13 @@ def test_jax_uploads_are_on_the_device_put_line(tmp_path: Path) -> None:
     where = sorted({(r.site.line if r.site else 0) for r in big})
     print(f"{len(big)} uploads of x, at lines {where}; {len(ups)} on line 8")
     assert len(ups) == 200 and all(r.nbytes == 512 * 512 * 4 for r in ups), where
-    assert not at(run, PROGRAM, "sync", "h2d"), "no upload is charged to the line that waits"
+    waits = at(run, PROGRAM, "sync", "h2d")
+    print(f"uploads on the waiting line: {[(r.nbytes, r.start_ns) for r in waits]}")
+    # The jitted call on that line may upload a few small buffers of its own
+    # once, when it is first dispatched (2 KB on the H100, 2026-12-05); none of
+    # them is x, and none recurs per step.
+    assert not [r for r in waits if r.nbytes == 512 * 512 * 4], "no upload of x is charged to the line that waits"
+    assert len(waits) < 10, "no per-step upload is charged to the line that waits"
     for f in detect(run):
         print(f"{f.code} line {f.line}: {f.fix}, {saving_text(f)}; lost {f.lost_ns}")
         if f.lost_ns:
