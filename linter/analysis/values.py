@@ -436,6 +436,24 @@ class DeviceValues:
                 return lib
         return self._param_from_calls(name, scope)
 
+    def _host_where_called(self, arg: cst.BaseExpression, call: IndexedCall) -> bool:
+        """Is the argument's name, as the call sees it, bound last to a host value?
+
+        `data = cp.array(data); ...; data = data.get(); f(data[::2])`: some
+        binding of `data` is on the device, but the one reaching the call is a
+        download, so `f`'s parameter is a host array (tomocupy's SIFT
+        registration, judged on public code).
+        """
+        root = _root_name(arg)
+        if root is None or call.loops:
+            return False
+        name = self.names.name_of(root)
+        before = [e for e in call.scope.events[:call.index] if e.kind == "bind" and e.name == name]
+        if not before:
+            return False
+        how, value = before[-1].extra
+        return how == "=" and isinstance(value, cst.BaseExpression) and self.taint(value, call.scope) is None
+
     def _param_from_calls(self, name: str, function: Scope) -> str | None:
         """A parameter every in-file call of the function gives a device value is one."""
         node = function.node
@@ -450,13 +468,20 @@ class DeviceValues:
         found: str | None = None
         for call in calls:
             arg = _bound_arg(call.node, positional, name)
-            if arg is None:
+            if arg is None or self._host_where_called(arg, call):
                 return None
             lib = self.taint(arg, call.scope)
             if lib is None or lib.endswith(MAYBE):
                 return None
             found = lib
         return found
+
+
+def _root_name(expr: cst.BaseExpression) -> cst.Name | None:
+    """`data` of `data[::2]`, `data.T`, `data`: the name a slice or attribute of an argument starts from."""
+    while isinstance(expr, (cst.Subscript, cst.Attribute)):
+        expr = expr.value
+    return expr if isinstance(expr, cst.Name) else None
 
 
 def _bound_arg(call: cst.Call, positional: list[str], name: str) -> cst.BaseExpression | None:

@@ -366,13 +366,34 @@ def _avoidable_wait(file: CheckedFile, call: IndexedCall, it: Iteration) -> bool
         return not _measures_time(file, [c for c in file.index.calls if c.scope is it.scope])
     if sem.loops.rare_branch(call, loop) or sem.loops.guarded_by_flag(call, loop) or sem.loops.amortised(call, loop, file.index.loops):
         return False
-    if _measures_time(file, loop.calls):
+    if _measures_time(file, loop.calls) or _pipeline(file, loop):
         return False
     func = call.node.func
     if isinstance(func, cst.Attribute) and sem.names.qualify(func) is None:
         if not sem.loops.expression_invariant(func.value, loop):
             return False  # chunk.ready.synchronize(): a different event or stream each iteration
     return True
+
+
+def _pipeline(file: CheckedFile, loop: Loop) -> bool:
+    """Does the loop wait on two or more streams (or events) of its own?
+
+    Then it is a pipeline: copies in, compute and copies out run on streams
+    of their own over double buffers, and each wait hands a buffer from one
+    stage to the next (or to the host, which reads a pinned buffer next).
+    Dropping one races the stages; tomocupy's and tike's conveyors, judged
+    on public code (docs/linter.md), are all of this kind.
+    """
+    sem = file.sem
+    receivers: set[str] = set()
+    for other in loop.calls:
+        func = other.node.func
+        if not isinstance(func, cst.Attribute) or func.attr.value != "synchronize" or sem.names.qualify(func) is not None:
+            continue
+        use = sem.calls.classify(other.node, other.scope)
+        if use is not None and use.kind == "sync":
+            receivers.add(file.code(func.value))
+    return len(receivers) >= 2
 
 
 def _measures_time(file: CheckedFile, calls: list[IndexedCall]) -> bool:
