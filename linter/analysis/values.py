@@ -34,10 +34,12 @@ from typing import Any, Protocol
 import libcst as cst
 
 from .names import Names
+from .parameters import bound_arg, forward_input, method_calls, positional_params
+from .reaching import host_when_reached
 from .scopes import Binding, IndexedCall, Scope, Unpack
 
 from .valuewords import (
-    MAYBE, HOST_ATTRS, HOST_METHODS, IO_METHODS, ANNOTATIONS, MODEL_NAME, TORCH_NOT_TENSORS, JAX_STEP, TENSOR_ATTRS, ARRAY_BUILTINS, HOST_MODULES,
+    MAYBE, HOST_ATTRS, HOST_METHODS, PREDICATES, IO_METHODS, ANNOTATIONS, MODEL_NAME, TORCH_NOT_TENSORS, JAX_STEP, TENSOR_ATTRS, ARRAY_BUILTINS, HOST_MODULES,
 )
 
 
@@ -202,7 +204,7 @@ class DeviceValues:
         if isinstance(func, cst.Attribute):
             receiver = self.taint(func.value, scope, depth + 1)
             if receiver is not None:
-                return None if func.attr.value in HOST_METHODS else receiver
+                return None if func.attr.value in HOST_METHODS or func.attr.value.startswith(PREDICATES) else receiver
             if func.attr.value in IO_METHODS:
                 return None  # f.pread(buf) -> a future, fh.write(buf) -> a byte count: host objects
             return self._args_taint(call, scope, depth)
@@ -436,61 +438,32 @@ class DeviceValues:
                 return lib
         return self._param_from_calls(name, scope)
 
-    def _host_where_called(self, arg: cst.BaseExpression, call: IndexedCall) -> bool:
-        """Is the argument's name, as the call sees it, bound last to a host value?
-
-        `data = cp.array(data); ...; data = data.get(); f(data[::2])`: some
-        binding of `data` is on the device, but the one reaching the call is a
-        download, so `f`'s parameter is a host array (tomocupy's SIFT
-        registration, judged on public code).
-        """
-        root = _root_name(arg)
-        if root is None or call.loops:
-            return False
-        name = self.names.name_of(root)
-        before = [e for e in call.scope.events[:call.index] if e.kind == "bind" and e.name == name]
-        if not before:
-            return False
-        how, value = before[-1].extra
-        return how == "=" and isinstance(value, cst.BaseExpression) and self.taint(value, call.scope) is None
-
     def _param_from_calls(self, name: str, function: Scope) -> str | None:
-        """A parameter every in-file call of the function gives a device value is one."""
+        """A parameter every in-file call of the function gives a device value is one.
+
+        A method's callers are the other methods of its class calling it on
+        `self`; an input of a PyTorch module's `forward` is on the device.
+        """
         node = function.node
         if not isinstance(node, cst.FunctionDef):
             return None
-        positional = [p.name.value for p in (*node.params.posonly_params, *node.params.params)]
-        if positional and positional[0] in ("self", "cls") and function.parent is not None and function.parent.kind == "class":
-            return None
-        calls = self.names.calls_of(function)
+        if forward_input(self.names, function, name):
+            return "torch"
+        positional = positional_params(node)
+        method = bool(positional) and positional[0] in ("self", "cls") and function.parent is not None \
+            and function.parent.kind == "class"
+        calls = method_calls(self.names, function) if method else self.names.calls_of(function)
+        if method:
+            positional = positional[1:]
         if not calls:
             return None
         found: str | None = None
         for call in calls:
-            arg = _bound_arg(call.node, positional, name)
-            if arg is None or self._host_where_called(arg, call):
+            arg = bound_arg(call.node, positional, name)
+            if arg is None or not call.loops and host_when_reached(self, arg, call.scope, call.index, call.node):
                 return None
             lib = self.taint(arg, call.scope)
             if lib is None or lib.endswith(MAYBE):
                 return None
             found = lib
         return found
-
-
-def _root_name(expr: cst.BaseExpression) -> cst.Name | None:
-    """`data` of `data[::2]`, `data.T`, `data`: the name a slice or attribute of an argument starts from."""
-    while isinstance(expr, (cst.Subscript, cst.Attribute)):
-        expr = expr.value
-    return expr if isinstance(expr, cst.Name) else None
-
-
-def _bound_arg(call: cst.Call, positional: list[str], name: str) -> cst.BaseExpression | None:
-    if any(a.star for a in call.args):
-        return None
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg.value
-    plain = [a for a in call.args if a.keyword is None]
-    if name in positional and positional.index(name) < len(plain):
-        return plain[positional.index(name)].value
-    return None

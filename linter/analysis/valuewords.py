@@ -26,6 +26,8 @@ HOST_METHODS = frozenset({
     "is_contiguous", "is_floating_point", "is_complex", "type", "storage_offset", "__len__", "nbytes",
     "item", "tolist", "get", "numpy", "cpu", "copy_to_host", "__array__", "block_until_ready", "keys", "items",
 })
+# Method prefixes of questions an object answers on the host (`instances.has("pred_boxes")`, `x.is_pinned()`).
+PREDICATES = ("is_", "has")
 # Methods of files and I/O handles (kvikio's CuFile, cuda.core streams) that take a device buffer and give back
 # a future or a byte count: `fut = f.pread(buf); fut.get()` is no CuPy `.get()`.
 IO_METHODS = frozenset({"read", "write", "pread", "pwrite", "raw_read", "raw_write", "read_async", "write_async",

@@ -33,6 +33,7 @@ import re
 
 import libcst as cst
 
+from ..analysis.reaching import host_before_loop, host_read
 from ..analysis.scopes import IndexedCall, Loop, Unpack
 from ..analysis.uses import UseFinder, path_to
 from .file import CheckedFile
@@ -59,6 +60,8 @@ def syncs(file: CheckedFile) -> None:
         in_step = it.hot is not None or sem.functions.hot(call.scope) is not None
         if read is None and in_step:
             read = _tensor_read(file, call)
+        if read is not None and host_read(sem.values, read[1], call.scope, call.index, call.node):
+            continue  # `output = output.cpu()` earlier in the iteration: a read of host memory
         if read is not None:
             if it.loop is not None:
                 _judge_read(file, call, it.loop, *read, in_step=in_step)
@@ -66,6 +69,9 @@ def syncs(file: CheckedFile) -> None:
                 _judge_read_per_call(file, call, it, *read)
             continue
         use = sem.calls.classify(call.node, call.scope)
+        if use is not None and use.kind == "d2h" and use.data is not None and host_read(
+                sem.values, use.data, call.scope, call.index, call.node):
+            continue
         if use is not None and use.kind == "d2h" and use.api.blocking or _is_device_get(file, call):
             if _metric_download(file, call, it, use.api.display if use is not None else "jax.device_get",
                                 use.api.library if use is not None else "jax"):
@@ -313,7 +319,7 @@ def _element_source(file: CheckedFile, call: IndexedCall, loop: Loop, value: cst
         changed = sem.loops.changed_in(loop)
         index_changes = not all(sem.loops.expression_invariant(e.slice, loop, changed) for e in node.slice)
         known = sem.values.array_lib(array, call.scope) is not None or (in_step and sem.functions.torch)
-        if index_changes and root.value not in changed and known:
+        if index_changes and root.value not in changed and known and not host_before_loop(sem.values, array, loop):
             return file.code(array)
         return None
     if not isinstance(node, cst.Name):
@@ -321,7 +327,7 @@ def _element_source(file: CheckedFile, call: IndexedCall, loop: Loop, value: cst
     for how, bound in sem.names.assignments(sem.names.name_of(node), call.scope):
         if how != "for" or not isinstance(bound, Unpack) or not _iterates(loop, bound.source):
             continue
-        source = _iterated_array(file, call, bound)
+        source = _iterated_array(file, call, bound, loop)
         if source is not None:
             return source
     return None
@@ -336,7 +342,7 @@ def _iterates(loop: Loop, source: cst.BaseExpression) -> bool:
     return False
 
 
-def _iterated_array(file: CheckedFile, call: IndexedCall, bound: Unpack) -> str | None:
+def _iterated_array(file: CheckedFile, call: IndexedCall, bound: Unpack, loop: Loop) -> str | None:
     sem = file.sem
     source = bound.source
     index = list(bound.index)
@@ -353,8 +359,8 @@ def _iterated_array(file: CheckedFile, call: IndexedCall, bound: Unpack) -> str 
             source = args[0]
         else:
             return None
-    if sem.values.array_lib(source, call.scope) is None:
-        return None
+    if sem.values.array_lib(source, call.scope) is None or host_before_loop(sem.values, source, loop):
+        return None  # `f = np.asarray(f)` before `for v in f`: the loop walks the host copy
     return file.code(source)
 
 
