@@ -47,6 +47,7 @@ class Summary:
     roots: tuple[tuple[str, str, str, int], ...] = ()  # (callee, path, function holding the loop, loop's number)
     edges: tuple[tuple[str, str], ...] = ()  # (caller, callee): one call of the caller makes one of the callee
     hot_here: tuple[str, ...] = ()  # functions this file's own summary makes hot (no need to be told)
+    held_calls: tuple[tuple[str, tuple[str, ...]], ...] = ()  # `Class.attr` -> the methods called on `self.attr`
 
 
 @dataclass(frozen=True)
@@ -98,11 +99,41 @@ class Graph:
             self.looping.update(s.looping)
             self.bases.update(s.bases)
             self.attributes.update(s.attributes)
+        self._subclasses: dict[str, list[str]] | None = None
+        self.held_calls: dict[str, set[str]] = {}
+        for s in self.summaries:
+            for owner, methods in s.held_calls:
+                self.held_calls.setdefault(owner, set()).update(methods)
         self._by_tail: dict[str, list[str]] = {}
         for name in self.functions:
             parts = name.split(".")
             for i in range(1, len(parts)):
                 self._by_tail.setdefault(".".join(parts[i:]), []).append(name)
+
+    def overrides(self, function: str) -> list[str]:
+        """`D.m` for every subclass `D` (at any depth) of `C` that redefines `C.m`: what `self.m()` in `C` may run.
+
+        A base class's loop or hot method calling `self._update()` runs the
+        subclasses' `_update` (the template-method pattern of iterative
+        solvers and trainers), not only the base's stub.
+        """
+        owner, _, name = function.rpartition(".")
+        if self._subclasses is None:
+            subs: dict[str, list[str]] = {}
+            for cls, bases in self.bases.items():
+                for base in bases:
+                    subs.setdefault(base, []).append(cls)
+            self._subclasses = subs
+        out, seen, todo = [], {owner}, [owner]
+        while todo:
+            for sub in self._subclasses.get(todo.pop(), ()):
+                if sub in seen:
+                    continue
+                seen.add(sub)
+                todo.append(sub)
+                if f"{sub}.{name}" in self.functions:
+                    out.append(f"{sub}.{name}")
+        return out
 
     def resolve(self, callee: str, depth: int = 0) -> str | None:
         """The function a call of `callee` runs: itself, a constructor, an inherited method, a held object's call."""
@@ -123,7 +154,26 @@ class Graph:
                     return found
             return None
         tails = self._by_tail.get(callee, [])
-        return tails[0] if len(tails) == 1 and "." in callee else None  # a script importing its sibling module
+        if len(tails) == 1 and "." in callee:
+            return tails[0]  # a script importing its sibling module
+        return self._duck(owner, name) if owner in self.held_calls else None
+
+    def _duck(self, owner: str, name: str) -> str | None:
+        """What `self.alg.update()` runs when `self.alg` is given to the class: the one method that fits.
+
+        `App.__init__(self, alg)` keeps whatever it is handed; the loop
+        `while not self.alg.done(): self.alg.update()` tells what it must
+        be: an object with `done` and `update`. When every class of the
+        project that has all the methods called on `self.alg` runs the same
+        `update` (the base class's, inherited), that is the one.
+        """
+        wanted = self.held_calls[owner]
+        found: set[str] = set()
+        for cls in self.bases:
+            targets = {n: self.resolve(f"{cls}.{n}", 6) for n in wanted}
+            if all(targets.values()):
+                found.add(targets[name] or "")
+        return found.pop() if len(found) == 1 else None
 
 
 def hot_functions(summaries: Iterable[Summary], seeds: Iterable[Hot] = ()) -> dict[str, Hot]:
@@ -159,4 +209,7 @@ def hot_functions(summaries: Iterable[Summary], seeds: Iterable[Hot] = ()) -> di
             if target is None or target in hot or target in graph.looping:
                 continue
             add(Hot(target, h.kind, h.path, h.holder, h.loop, h.via or h.function))
+        for override in graph.overrides(h.function):
+            if override not in graph.looping:
+                add(Hot(override, h.kind, h.path, h.holder, h.loop, h.via or h.function))
     return hot

@@ -216,6 +216,7 @@ class Functions:
                 if owner.kind == "function":
                     edges.append((self.qualname(owner), callee))
         summary = Summary(
+            held_calls=self._held_calls(),
             functions=tuple(functions), looping=tuple(sorted(set(looping))), bases=self._bases(),
             attributes=self._attributes(), roles=tuple(roles), roots=tuple(dict.fromkeys(roots)),
             edges=tuple(dict.fromkeys(edges)),
@@ -224,6 +225,19 @@ class Functions:
         self._summary = Summary(**{**summary.__dict__, "hot_here": tuple(sorted(local))})
         self._hot = {**self.project_hot, **local}
         return self._summary
+
+    def _held_calls(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """`Class.attr` -> the methods this file calls on `self.attr` (what the held object must have)."""
+        out: dict[str, set[str]] = {}
+        for call in self.idx.calls:
+            func = call.node.func
+            if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Attribute)
+                    and isinstance(func.value.value, cst.Name)):
+                continue
+            owner = self._self_class(func.value.value.value, call.scope)
+            if owner is not None:
+                out.setdefault(f"{owner}.{func.value.attr.value}", set()).add(func.attr.value)
+        return tuple((k, tuple(sorted(v))) for k, v in sorted(out.items()))
 
     def _bases(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
         out = []

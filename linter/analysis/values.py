@@ -39,7 +39,7 @@ from .reaching import host_when_reached
 from .scopes import Binding, IndexedCall, Scope, Unpack
 
 from .valuewords import (
-    MAYBE, HOST_ATTRS, HOST_METHODS, PREDICATES, IO_METHODS, ANNOTATIONS, MODEL_NAME, TORCH_NOT_TENSORS, JAX_STEP, TENSOR_ATTRS, ARRAY_BUILTINS, HOST_MODULES,
+    MAYBE, ARRAY_MODULE_WORDS, HOST_ATTRS, HOST_METHODS, PREDICATES, IO_METHODS, ANNOTATIONS, MODEL_NAME, TORCH_NOT_TENSORS, JAX_STEP, TENSOR_ATTRS, ARRAY_BUILTINS, HOST_MODULES,
 )
 
 
@@ -145,6 +145,8 @@ class DeviceValues:
             if found is None and not self._solving and self.fed_to_model(name, owner):
                 return "torch"
             return found
+        if _array_module(expr):
+            return "cupy"  # `xp = cp.get_array_module(x)`, `device.xp`: code written to run on CuPy
         if isinstance(expr, cst.Call):
             return self._call_taint(expr, scope, depth)
         if isinstance(expr, (cst.BinaryOperation, cst.BooleanOperation)):
@@ -467,3 +469,14 @@ class DeviceValues:
                 return None
             found = lib
         return found
+
+
+def _array_module(value: Any) -> bool:
+    """Is `value` the array module of an array-agnostic library: `get_array_module(x)`, `device.xp`?"""
+    if isinstance(value, cst.Attribute):
+        return value.attr.value in ARRAY_MODULE_WORDS
+    if isinstance(value, cst.Call):
+        func = value.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        return name in ARRAY_MODULE_WORDS
+    return False

@@ -26,6 +26,10 @@ HOST_METHODS = frozenset({
     "is_contiguous", "is_floating_point", "is_complex", "type", "storage_offset", "__len__", "nbytes",
     "item", "tolist", "get", "numpy", "cpu", "copy_to_host", "__array__", "block_until_ready", "keys", "items",
 })
+# How array-agnostic code names the array module it computes with: `xp = cp.get_array_module(x)`,
+# `xp = device.xp` (SigPy), `xp = pxu.get_array_module(x)`. Such code exists to run on CuPy, so what `xp`
+# computes is taken to be on the device.
+ARRAY_MODULE_WORDS = frozenset({"get_array_module", "xp"})
 # Method prefixes of questions an object answers on the host (`instances.has("pred_boxes")`, `x.is_pinned()`).
 PREDICATES = ("is_", "has")
 # Methods of files and I/O handles (kvikio's CuFile, cuda.core streams) that take a device buffer and give back
