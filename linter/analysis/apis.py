@@ -116,7 +116,9 @@ class ApiIndex:
                     methods.setdefault(entry.method, []).append(api)
         wildcards.sort(key=lambda item: -len(item[0]))
         names = sorted(modules, key=len, reverse=True)
-        pattern = re.compile(r"\b(?:" + "|".join(re.escape(n) for n in names) + r")\b") if names else re.compile(r"(?!)")
+        # array-agnostic code may import none of them and still compute on CuPy (`xp = device.xp`; values.py)
+        words = [re.escape(n) for n in names] + ["get_array_module"]
+        pattern = re.compile(r"\b(?:" + "|".join(words) + r")\b|\.xp\b")
         return cls(
             calls=calls,
             implicit={k: tuple(v) for k, v in implicit.items()},

