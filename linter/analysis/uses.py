@@ -113,6 +113,8 @@ class UseFinder:
             if isinstance(node, cst.AugAssign):
                 return "metric" if child is node.value else "other"
             if isinstance(node, (cst.Assign, cst.AnnAssign)):
+                if child is node.value and _accumulates(node):
+                    return "metric"  # `top1 = top1 + n.item()`: an AugAssign spelled out
                 targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
                 if all(isinstance(t, cst.Subscript) and _string_key(t) for t in targets):
                     return "metric"  # stats["loss"] = loss.item(): a record under a name
@@ -165,3 +167,14 @@ def _is_target(statement: cst.CSTNode, name: cst.Name) -> bool:
 def _string_key(target: cst.Subscript) -> bool:
     return len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index) and isinstance(
         target.slice[0].slice.value, (cst.SimpleString, cst.FormattedString))
+
+
+def _accumulates(node: cst.Assign | cst.AnnAssign) -> bool:
+    """`total = total + x` (or `x + total`): the name on the left is added to."""
+    target = node.targets[0].target if isinstance(node, cst.Assign) and len(node.targets) == 1 else (
+        node.target if isinstance(node, cst.AnnAssign) else None)
+    value = node.value
+    if not isinstance(target, cst.Name) or not isinstance(value, cst.BinaryOperation) or not isinstance(
+            value.operator, (cst.Add, cst.Subtract)):
+        return False
+    return any(isinstance(side, cst.Name) and side.value == target.value for side in (value.left, value.right))

@@ -390,6 +390,9 @@ class DeviceValues:
                 if args and kind in ("reversed", "sorted", "list", "tuple"):
                     return self._element(args[0], index, scope, depth)
                 return None
+            if _parameters_of_module(source) and "torch" in self.names.libraries:
+                named = source.func.attr.value.startswith("named_")  # type: ignore[union-attr]
+                return "torch" if index == ([1] if named else []) else None  # `for name, p in m.named_parameters()`
             return self._element(source, index, scope, depth)
         if isinstance(source, (cst.Tuple, cst.List)) and index:
             elements = [e.value for e in source.elements]
@@ -480,3 +483,9 @@ def _array_module(value: Any) -> bool:
         name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
         return name in ARRAY_MODULE_WORDS
     return False
+
+
+def _parameters_of_module(source: cst.BaseExpression) -> bool:
+    """`model.parameters()`, `m.named_parameters()`: a torch module's weights, where the model computes."""
+    return (isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute)
+            and source.func.attr.value in ("parameters", "named_parameters"))
