@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from linter.run.cache import Cache, fingerprint
@@ -39,6 +40,21 @@ def test_fingerprint_changes_with_catalog_and_settings(tmp_path: Path) -> None:
     assert one != fingerprint("2", [rule], {"enabled": ["OFF101"]})
     rule.write_text("b")
     assert one != fingerprint("1", [rule], {"enabled": ["OFF101"]})
+
+
+def test_fingerprint_follows_an_edit_anywhere_in_the_linter() -> None:
+    """An edited analysis module must invalidate cached results, not only an edit of the runner's own room."""
+    import linter.analysis.reaching as edited
+
+    source = Path(edited.__file__)
+    before = source.stat()
+    one = fingerprint("1", [], {})
+    try:
+        os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
+        assert fingerprint("1", [], {}) != one
+    finally:
+        os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert fingerprint("1", [], {}) == one
 
 
 def test_no_directory_means_no_cache() -> None:
