@@ -24,7 +24,7 @@ warm run reads them without the parser.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Literal
 
 HotKind = Literal["loop", "forward", "loss", "step"]
@@ -48,6 +48,7 @@ class Summary:
     edges: tuple[tuple[str, str], ...] = ()  # (caller, callee): one call of the caller makes one of the callee
     hot_here: tuple[str, ...] = ()  # functions this file's own summary makes hot (no need to be told)
     held_calls: tuple[tuple[str, tuple[str, ...]], ...] = ()  # `Class.attr` -> the methods called on `self.attr`
+    device_kwargs: tuple[str, ...] = ()  # callees handed device values as keywords (`meter.update(**losses)`)
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,7 @@ class Hot:
     holder: str = ""  # the function the loop is in ("" at module level)
     loop: int = -1  # the loop's number in its file's index
     via: str | None = None  # the hot caller it is reached through
+    device_kwargs: bool = False  # some call hands it device values as keywords (its `**kwargs` holds tensors)
 
     def text(self, path: str, loop_label: Callable[[int], str] | None = None) -> str:
         """`call of `f` (the loop at line 12 calls it through `g`)`, as the file `path` says it.
@@ -212,4 +214,6 @@ def hot_functions(summaries: Iterable[Summary], seeds: Iterable[Hot] = ()) -> di
         for override in graph.overrides(h.function):
             if override not in graph.looping:
                 add(Hot(override, h.kind, h.path, h.holder, h.loop, h.via or h.function))
-    return hot
+    handed = {target for s in graph.summaries for callee in s.device_kwargs
+              if (target := graph.resolve(callee)) is not None}
+    return {q: replace(h, device_kwargs=True) if q in handed else h for q, h in hot.items()}

@@ -26,8 +26,10 @@ from typing import Mapping
 import libcst as cst
 
 from .callgraph import Hot, HotKind, Summary, hot_functions
-from .loops import LoopFacts
+from .loops import LoopFacts, over_entries
 from .names import Names
+from .reaching import Taints
+from .valuewords import MAYBE
 from .scopes import IndexedCall, Scope
 
 LOSS_NAME = re.compile(r"^(?:losses?|compute_loss(?:es)?|get_loss(?:es)?|loss_\w+|\w+_loss(?:es)?)$")
@@ -41,8 +43,9 @@ class Functions:
     """Call resolution and per-iteration functions for one file."""
 
     def __init__(self, names: Names, loops: LoopFacts, path: str = "",
-                 project_hot: Mapping[str, Hot] | None = None) -> None:
+                 project_hot: Mapping[str, Hot] | None = None, values: Taints | None = None) -> None:
         self.names = names
+        self.values = values
         self.loops = loops
         self.idx = names.idx
         self.path = path
@@ -196,7 +199,7 @@ class Functions:
             if role is not None:
                 roles.append((q, role))
         for loop in self.idx.loops:
-            if loop.kind != "comp" and loop.scope.kind == "function":
+            if loop.kind != "comp" and loop.scope.kind == "function" and not over_entries(loop):
                 looping.append(self.qualname(loop.scope))
         roots, edges = [], []
         numbers = {id(loop): n for n, loop in enumerate(self.idx.loops)}
@@ -216,7 +219,7 @@ class Functions:
                 if owner.kind == "function":
                     edges.append((self.qualname(owner), callee))
         summary = Summary(
-            held_calls=self._held_calls(),
+            held_calls=self._held_calls(), device_kwargs=self._device_kwargs(),
             functions=tuple(functions), looping=tuple(sorted(set(looping))), bases=self._bases(),
             attributes=self._attributes(), roles=tuple(roles), roots=tuple(dict.fromkeys(roots)),
             edges=tuple(dict.fromkeys(edges)),
@@ -225,6 +228,21 @@ class Functions:
         self._summary = Summary(**{**summary.__dict__, "hot_here": tuple(sorted(local))})
         self._hot = {**self.project_hot, **local}
         return self._summary
+
+    def _device_kwargs(self) -> tuple[str, ...]:
+        """Callees this file hands device values by keyword: `meter.update(**loss_dict)`, `log(loss=loss)`."""
+        if self.values is None:
+            return ()
+        out: list[str] = []
+        for call in self.idx.calls:
+            keywords = [a.value for a in call.node.args if a.star == "**" or a.keyword is not None]
+            if not keywords:
+                continue
+            callee = self.callee(call)
+            if callee is not None and any((t := self.values.taint(v, call.scope)) and not t.endswith(MAYBE)
+                                          for v in keywords):
+                out.append(callee)
+        return tuple(sorted(set(out)))
 
     def _held_calls(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
         """`Class.attr` -> the methods this file calls on `self.attr` (what the held object must have)."""
@@ -298,3 +316,4 @@ class Functions:
         if s is None or s.kind != "function":
             return None
         return self._hot.get(self.qualname(s))
+

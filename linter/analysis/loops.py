@@ -297,6 +297,27 @@ def _helper_says_when(test: cst.BaseExpression) -> bool:
     return False
 
 
+def over_entries(loop: Loop) -> bool:
+    """A loop over a dict's entries or the function's own `*args`/`**kwargs`: as long as a record, not data.
+
+    `{k: a[keep] for k, a in props.items()}`, `for k, v in kwargs.items():
+    v = v.item()` in a meter's `update(**losses)`: a handful of entries per
+    call. What such a loop does costs once per iteration of what encloses
+    it (the caller's training loop), not as a loop of its own.
+    """
+    node = loop.node
+    if not isinstance(node, (cst.For, cst.CompFor)):
+        return False
+    source = node.iter
+    if isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute) and not source.args:
+        return source.func.attr.value in ("items", "keys", "values")
+    function = loop.scope.node
+    if not isinstance(source, cst.Name) or not isinstance(function, cst.FunctionDef):
+        return False
+    params = function.params
+    return any(isinstance(p, cst.Param) and p.name.value == source.value for p in (params.star_arg, params.star_kwarg))
+
+
 def _few(loop: Loop) -> bool:
     """A loop over a short literal (`for lut in (a, b)`, `range(3)`): sub-steps of one iteration, not inner work."""
     node = loop.node

@@ -24,6 +24,9 @@ from .scopes import Loop, Scope, Unpack
 # Methods of a device array whose result is on the host (a download).
 DOWNLOADS = frozenset({"get", "cpu", "numpy", "tolist", "item", "copy_to_host", "asnumpy"})
 # Methods that give a view or a converted copy on the same side as the array.
+# torch functions that build a tensor on the host unless given `device=` (`torch.from_numpy` always does).
+HOST_BUILDERS = frozenset({"tensor", "as_tensor", "asarray", "zeros", "ones", "empty", "full", "arange", "linspace",
+                           "eye", "rand", "randn", "randint", "randperm"})
 VIEWS = frozenset({"float", "double", "half", "long", "int", "bool", "view", "reshape", "flatten", "squeeze",
                    "unsqueeze", "contiguous", "clone", "copy", "astype", "transpose", "permute", "ravel", "detach"})
 
@@ -113,7 +116,7 @@ def _derived_from(value: cst.BaseExpression) -> list[cst.BaseExpression]:
 
 
 def _downloaded(values: Taints, value: cst.BaseExpression, scope: Scope) -> bool:
-    """Is `value` surely a host array: a download, or what a NumPy function returns?
+    """Is `value` surely a host array: a download, what a NumPy function returns, or a tensor built on the host?
 
     Not knowing a value to be on the device is no evidence that it is on the
     host: `out = {k: out[k] for k in keys}` still holds the device arrays.
@@ -125,6 +128,10 @@ def _downloaded(values: Taints, value: cst.BaseExpression, scope: Scope) -> bool
     qualname = values.names.qualify(value.func)
     if qualname is not None and qualname.split(".")[0] == "numpy":
         return True
+    if qualname == "torch.from_numpy" or qualname is not None and qualname.startswith("torch.") and (
+            qualname[len("torch."):] in HOST_BUILDERS and not any(a.keyword and a.keyword.value == "device"
+                                                                  for a in value.args)):
+        return True  # `m = torch.from_numpy(seg)`: a host tensor
     use = values.calls.classify(value, scope)
     if use is not None and use.kind == "d2h":
         return True

@@ -49,4 +49,4 @@ class Semantics:
         self.calls = Calls(self.names, apis)
         self.values: DeviceValues = self.calls.values
         self.loops = LoopFacts(self.names, self.calls, self.kernels)
-        self.functions = Functions(self.names, self.loops, path, hot)
+        self.functions = Functions(self.names, self.loops, path, hot, self.values)

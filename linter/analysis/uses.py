@@ -9,6 +9,9 @@ worth reporting, and what to say, depends on what the value is for:
 - **metric**: it is only summed, appended, recorded or printed (`total +=
   loss.item()`, `meter.update(acc.item())`, `print(loss.item())`). The
   host could add it up on the device and read it once per log interval.
+- **check**: it decides an `if` whose body only logs and aborts (`if not
+  math.isfinite(loss.item()): sys.exit(1)`): a self-check of data that is
+  almost always fine, which can run every N steps.
 - **other**: anything else (a call we do not know, a return value).
 
 The answer comes from the value's place in its statement and, when it is
@@ -23,7 +26,7 @@ import libcst as cst
 
 from .loops import walk
 
-Use = Literal["control", "metric", "other"]
+Use = Literal["control", "check", "metric", "other"]
 # Methods that record a value: meters, lists, loggers, progress bars, summary writers.
 RECORDING_METHODS = frozenset({
     "update", "append", "extend", "add", "add_scalar", "add_scalars", "log", "log_metrics", "log_dict", "info",
@@ -32,12 +35,18 @@ RECORDING_METHODS = frozenset({
 })
 # `storage.put_scalar(...)`, `writer.add_histogram(...)`, `tracker.track(...)`: recorders by their names' look.
 RECORDING_PREFIXES = ("log", "print", "put_scalar", "add_scalar", "record", "track", "report")
+# Tests of a value's type, not of the value: `isinstance(v, float)` reads nothing from the device.
+TYPE_TESTS = frozenset({"builtins.isinstance", "builtins.type", "builtins.callable", "builtins.hasattr", "builtins.id"})
 CONTAINER_METHODS = frozenset({"append", "extend", "insert", "appendleft", "add", "put", "push", "setdefault"})
 RECORDING_FUNCTIONS = frozenset({"builtins.print", "logging.info", "logging.debug", "logging.warning", "builtins.str",
                                  "builtins.format", "builtins.repr", "builtins.round"})
 NUMERIC_FUNCTIONS = frozenset({"builtins.max", "builtins.min", "builtins.abs", "builtins.float", "builtins.int",
                                "math.sqrt", "math.log", "math.exp", "numpy.sum", "numpy.mean", "numpy.asarray",
-                               "numpy.array", "numpy.float32", "numpy.float64", "numpy.max", "numpy.min"})
+                               "numpy.array", "numpy.float32", "numpy.float64", "numpy.max", "numpy.min",
+                               "math.isfinite", "math.isnan", "math.isinf", "numpy.isfinite", "numpy.isnan",
+                               "numpy.isinf"})
+# Calls that end the program: a branch that ends in one runs at most once.
+EXITS = frozenset({"sys.exit", "builtins.exit", "builtins.quit", "os._exit", "os.abort"})
 CONTROL_FUNCTIONS = frozenset({"builtins.range", "builtins.slice"})
 
 
@@ -77,6 +86,8 @@ class UseFinder:
         # Walk up from the read: the first ancestor that says what the value is for decides.
         for i in range(len(path) - 2, -1, -1):
             node, child = path[i], path[i + 1]
+            if isinstance(node, cst.If) and child is node.test and aborts(node.body, self.qualify):
+                return "check"
             if isinstance(node, (cst.If, cst.While)) and child is node.test:
                 return "control"
             if isinstance(node, cst.IfExp) and child is node.test:
@@ -137,6 +148,8 @@ class UseFinder:
             return "other"
         if "control" in uses:
             return "control"
+        if "check" in uses:
+            return "check"
         return "metric" if all(u == "metric" for u in uses) else "other"
 
     def _loads(self, names: list[str], assignment: cst.CSTNode) -> list[tuple[cst.CSTNode, cst.Name]]:
@@ -150,10 +163,29 @@ class UseFinder:
             if statement is assignment:
                 continue
             scan = statement.test if isinstance(statement, (cst.If, cst.While)) else statement
+            typed = {id(arg.value) for node in walk(scan) if isinstance(node, cst.Call)
+                     and self.qualify(node.func) in TYPE_TESTS for arg in node.args[:1]}
             for node in walk(scan):
-                if isinstance(node, cst.Name) and node.value in names and not _is_target(statement, node):
+                if isinstance(node, cst.Name) and node.value in names and not _is_target(statement, node) \
+                        and id(node) not in typed:  # `assert isinstance(v, float)` asks for no value
                     out.append((statement, node))
         return out
+
+
+def aborts(body: cst.BaseSuite, qualify) -> bool:  # type: ignore[no-untyped-def]
+    """Does the block end the program or raise, after simple statements only: `print(...); sys.exit(1)`?"""
+    if isinstance(body, cst.IndentedBlock):
+        if not all(isinstance(line, cst.SimpleStatementLine) for line in body.body):
+            return False
+        statements = [s for line in body.body for s in line.body]  # type: ignore[attr-defined]
+    else:
+        statements = list(body.body)  # type: ignore[attr-defined]
+    if not statements:
+        return False
+    last = statements[-1]
+    if isinstance(last, cst.Raise):
+        return True
+    return isinstance(last, cst.Expr) and isinstance(last.value, cst.Call) and qualify(last.value.func) in EXITS
 
 
 def _is_target(statement: cst.CSTNode, name: cst.Name) -> bool:

@@ -35,11 +35,12 @@ import libcst as cst
 
 from .names import Names
 from .parameters import bound_arg, forward_input, method_calls, positional_params
+from .idioms import array_module, parameters_of_module
 from .reaching import host_when_reached
 from .scopes import Binding, IndexedCall, Scope, Unpack
 
 from .valuewords import (
-    MAYBE, ARRAY_MODULE_WORDS, HOST_ATTRS, HOST_METHODS, PREDICATES, IO_METHODS, ANNOTATIONS, MODEL_NAME, TORCH_NOT_TENSORS, JAX_STEP, TENSOR_ATTRS, ARRAY_BUILTINS, HOST_MODULES,
+    MAYBE, HOST_ATTRS, HOST_METHODS, PREDICATES, IO_METHODS, ANNOTATIONS, MODEL_NAME, TORCH_NOT_TENSORS, JAX_STEP, TENSOR_ATTRS, ARRAY_BUILTINS, HOST_MODULES,
 )
 
 
@@ -145,7 +146,7 @@ class DeviceValues:
             if found is None and not self._solving and self.fed_to_model(name, owner):
                 return "torch"
             return found
-        if _array_module(expr):
+        if array_module(expr):
             return "cupy"  # `xp = cp.get_array_module(x)`, `device.xp`: code written to run on CuPy
         if isinstance(expr, cst.Call):
             return self._call_taint(expr, scope, depth)
@@ -171,6 +172,16 @@ class DeviceValues:
             return found
         if isinstance(expr, cst.IfExp):
             return _stronger(self.taint(expr.body, scope, depth + 1), self.taint(expr.orelse, scope, depth + 1))
+        if isinstance(expr, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+            return self.taint(expr.elt, scope, depth + 1)  # `[{k: v.to(device) ...} for t in targets]`
+        if isinstance(expr, cst.DictComp):
+            return self.taint(expr.value, scope, depth + 1)  # `{k: v * w[k] for k, v in losses.items()}`
+        if isinstance(expr, cst.Dict):
+            found = None
+            for element in expr.elements:
+                if isinstance(element, cst.DictElement):
+                    found = _stronger(found, self.taint(element.value, scope, depth + 1))
+            return found
         return None
 
     def _call_taint(self, call: cst.Call, scope: Scope, depth: int) -> str | None:
@@ -180,6 +191,8 @@ class DeviceValues:
                 return use.api.library
             return None
         func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("values", "items") and not call.args:
+            return self.taint(func.value, scope, depth + 1)  # `sum(losses.values())`: the dict's tensors
         qualname = self.names.qualify(func)
         if qualname is not None:
             head = qualname.split(".")[0]
@@ -390,7 +403,12 @@ class DeviceValues:
                 if args and kind in ("reversed", "sorted", "list", "tuple"):
                     return self._element(args[0], index, scope, depth)
                 return None
-            if _parameters_of_module(source) and "torch" in self.names.libraries:
+            if isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute) and not source.args \
+                    and source.func.attr.value in ("items", "keys"):
+                if source.func.attr.value == "keys" or index[:1] != [1]:
+                    return None  # a dict's keys are names, not arrays
+                return self._element(source.func.value, index[1:], scope, depth)  # `for k, v in losses.items()`
+            if parameters_of_module(source) and "torch" in self.names.libraries:
                 named = source.func.attr.value.startswith("named_")  # type: ignore[union-attr]
                 return "torch" if index == ([1] if named else []) else None  # `for name, p in m.named_parameters()`
             return self._element(source, index, scope, depth)
@@ -473,19 +491,3 @@ class DeviceValues:
             found = lib
         return found
 
-
-def _array_module(value: Any) -> bool:
-    """Is `value` the array module of an array-agnostic library: `get_array_module(x)`, `device.xp`?"""
-    if isinstance(value, cst.Attribute):
-        return value.attr.value in ARRAY_MODULE_WORDS
-    if isinstance(value, cst.Call):
-        func = value.func
-        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
-        return name in ARRAY_MODULE_WORDS
-    return False
-
-
-def _parameters_of_module(source: cst.BaseExpression) -> bool:
-    """`model.parameters()`, `m.named_parameters()`: a torch module's weights, where the model computes."""
-    return (isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute)
-            and source.func.attr.value in ("parameters", "named_parameters"))

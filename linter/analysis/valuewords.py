@@ -20,6 +20,8 @@ HOST_ATTRS = frozenset({
     "__class__", "__name__", "__dict__", "mem", "data_ptr", "ptr", "sharding",
     "columns", "dtypes", "name", "names", "axes", "empty",  # data-frame metadata (cuDF)
     "kind", "char",  # a dtype's letters (`output.kind != "c"`)
+    "placements", "device_mesh",  # a DTensor's layout
+    "param_groups", "defaults",  # an optimizer's settings (`optimizer.param_groups[0]["lr"]`): Python numbers
 })
 HOST_METHODS = frozenset({
     "size", "dim", "ndimension", "numel", "nelement", "element_size", "data_ptr", "stride", "get_device",

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ..analysis.callgraph import Hot
+from ..analysis.loops import over_entries
 from ..analysis.scopes import IndexedCall, IndexedNode, Loop, Scope
 from .file import CheckedFile
 
@@ -50,8 +51,11 @@ def _label(file: CheckedFile, line: int) -> str:
 
 def iteration_of(file: CheckedFile, where: IndexedCall | IndexedNode, functions: bool = True) -> Iteration | None:
     """The iteration `where` runs in; with `functions` False, loops only (the rules that need one)."""
-    if where.loop is not None:
-        return Iteration(where.loop, None, where.scope)
+    loop = where.loop
+    while loop is not None and over_entries(loop):
+        loop = loop.parent  # `for k, v in kwargs.items()`: the enclosing iteration is the one that counts
+    if loop is not None:
+        return Iteration(loop, None, where.scope)
     if not functions:
         return None
     hot = file.sem.functions.hot(where.scope)

@@ -34,11 +34,16 @@ import re
 import libcst as cst
 
 from ..analysis.reaching import host_before_loop, host_read
-from ..analysis.scopes import IndexedCall, Loop, Unpack
-from ..analysis.uses import UseFinder, path_to
+from ..analysis.parameters import root_name
+from ..analysis.scopes import IndexedCall, Loop, Scope, Unpack
+from ..analysis.uses import UseFinder, aborts, path_to
+from .branches import CHECK_ADVICE
 from .file import CheckedFile
 from .iteration import Iteration, iteration_of
 from .registry import check
+
+# Names of a job's process count: a loop over `range(world_size)` walks ranks.
+RANKS = re.compile(r"world_size|num_gpus|n_gpus|ngpus|nprocs|num_processes|num_ranks|n_ranks")
 
 TIMERS = frozenset({
     "time.time", "time.perf_counter", "time.monotonic", "time.process_time", "time.perf_counter_ns", "time.time_ns",
@@ -52,6 +57,7 @@ READ_METHODS = frozenset({"item", "tolist"})  # for tensors that may be on the d
 def syncs(file: CheckedFile) -> None:
     sem = file.sem
     conversions = frozenset(file.options("OFF104").get("conversions", ()))
+    exits = {id(b.node.test): b.node for b in file.index.branches if isinstance(b.node, cst.If)}
     for call in file.index.calls:
         it = iteration_of(file, call)
         if it is None:
@@ -62,6 +68,8 @@ def syncs(file: CheckedFile) -> None:
             read = _tensor_read(file, call)
         if read is not None and host_read(sem.values, read[1], call.scope, call.index, call.node):
             continue  # `output = output.cpu()` earlier in the iteration: a read of host memory
+        if read is not None and _on_the_way_out(file, call, exits):
+            continue  # `print(loss.item()); sys.exit(1)`: runs once, when the run ends
         if read is not None:
             if it.loop is not None:
                 _judge_read(file, call, it.loop, *read, in_step=in_step)
@@ -108,6 +116,52 @@ def _read(file: CheckedFile, call: IndexedCall, conversions: frozenset[str]) -> 
     if isinstance(value, cst.Call) and _read(file, sem.names.call_at(value) or call, conversions) is not None:
         return None  # float(x.item()): the inner read is the sync
     return f"{name}() of a {lib} array", value
+
+
+def _over_ranks(file: CheckedFile, loop: Loop) -> bool:
+    """Does the loop walk the processes of a job (`range(world_size)`, or a list built over it)?
+
+    `[int(s.item()) for s in sizes]` after `all_gather` reads one number per
+    rank: a handful, once per gather, the set-up of a collective rather than
+    per-step work.
+    """
+    node = loop.node
+    source = node.iter if isinstance(node, (cst.For, cst.CompFor)) else None
+    if isinstance(source, cst.Name):
+        return any(how == "=" and isinstance(v, cst.ListComp) and _range_of_ranks(v.for_in.iter)
+                   for how, v in file.sem.names.assignments(source.value, loop.scope))
+    return source is not None and _range_of_ranks(source)
+
+
+def _range_of_ranks(source: cst.BaseExpression) -> bool:
+    if not (isinstance(source, cst.Call) and isinstance(source.func, cst.Name) and source.func.value == "range"
+            and source.args):
+        return False
+    bound = source.args[-1].value if len(source.args) == 1 else source.args[1].value
+    text = bound.attr.value if isinstance(bound, cst.Attribute) else bound.value if isinstance(bound, cst.Name) else ""
+    return bool(RANKS.search(text))
+
+
+def _scalar(call: IndexedCall) -> bool:
+    """Is the read one number (`.item()`, `float(x)`), not a whole array's values (`.tolist()`)?
+
+    Appending a number to a list is recording a metric; extending the
+    results with an array's values is collecting output the host needs.
+    """
+    func = call.node.func
+    return not (isinstance(func, cst.Attribute) and func.attr.value == "tolist")
+
+
+def _on_the_way_out(file: CheckedFile, call: IndexedCall, ifs: dict[int, cst.If]) -> bool:
+    """Is the call in a branch that ends the program or raises (`if not ok: print(x.item()); sys.exit(1)`)?"""
+    for test, taken in call.conds:
+        node = ifs.get(id(test))
+        if node is None:
+            continue
+        body = node.body if taken else node.orelse.body if isinstance(node.orelse, cst.Else) else None
+        if body is not None and aborts(body, file.sem.names.qualify):
+            return True
+    return False
 
 
 def _is_device_get(file: CheckedFile, call: IndexedCall) -> bool:
@@ -176,7 +230,32 @@ def _tensor_read(file: CheckedFile, call: IndexedCall) -> tuple[str, cst.BaseExp
         return None
     if func.attr.value not in READ_METHODS or _from_numpy(file, func.value, call):
         return None
+    hot = file.sem.functions.hot(call.scope)
+    if hot is not None and not hot.device_kwargs and _from_star_kwargs(file, func.value, call.scope):
+        return None  # `update(**kw)` reading `v.item()` while every caller hands it numbers
     return f"torch .{func.attr.value}()", func.value
+
+
+def _from_star_kwargs(file: CheckedFile, expr: cst.BaseExpression, scope: Scope) -> bool:
+    """Is `expr` an entry of its function's `**kwargs` (`for k, v in kwargs.items()`, `kwargs["loss"]`)?"""
+    node = scope.node
+    if not isinstance(node, cst.FunctionDef) or not isinstance(node.params.star_kwarg, cst.Param):
+        return False
+    star = node.params.star_kwarg.name.value
+    root = root_name(expr)
+    if root is None:
+        return False
+    if root.value == star:
+        return True
+    for how, value in file.sem.names.assignments(root.value, scope):
+        source = value.source if isinstance(value, Unpack) else value if how == "=" else None
+        if isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute):
+            source = source.func.value  # kwargs.items(), kwargs.get("loss")
+        if isinstance(source, cst.Subscript):
+            source = source.value
+        if isinstance(source, cst.Name) and source.value == star:
+            return True
+    return False
 
 
 def _from_numpy(file: CheckedFile, expr: cst.BaseExpression, call: IndexedCall) -> bool:
@@ -203,7 +282,7 @@ def _judge_read(file: CheckedFile, call: IndexedCall, loop: Loop, api: str, valu
                 in_step: bool = False) -> None:
     """A read in a loop; `in_step`: the loop is in a function a step runs, where tensors live on the device."""
     sem = file.sem
-    if sem.loops.rare_branch(call, loop):
+    if sem.loops.rare_branch(call, loop) or _over_ranks(file, loop):
         return
     element = _element_source(file, call, loop, value, in_step)
     if element is not None:
@@ -226,7 +305,7 @@ def _judge_read(file: CheckedFile, call: IndexedCall, loop: Loop, api: str, valu
     body = loop
     while body.kind == "comp" and body.parent is not None:
         body = body.parent  # `{k: v.item() for ...}`: what the statement loop does with the comprehension
-    purpose = UseFinder(body.node, sem.names.qualify).of_read(statement, call.node)
+    purpose = UseFinder(body.node, sem.names.qualify, kept=_scalar(call)).of_read(statement, call.node)
     if purpose == "metric" and _divisor(call) and sem.values.array_lib(value, call.scope) in ("cupy", "torch"):
         if file.enabled("OFF104"):  # `c /= float(n.sum())`: no metric, a conversion the division does not need
             file.report("OFF104", call.node, api=api, loop_line=file.line(loop.node),
@@ -234,6 +313,8 @@ def _judge_read(file: CheckedFile, call: IndexedCall, loop: Loop, api: str, valu
                                "the device")
     elif purpose == "metric" and file.enabled("OFF301"):
         file.report("OFF301", call.node, api=api, loop_line=file.line(loop.node), advice=metric_advice(file, value, call))
+    elif purpose == "check" and file.enabled("OFF104"):
+        file.report("OFF104", call.node, api=api, loop_line=file.line(loop.node), advice=CHECK_ADVICE)
     elif purpose == "control" and file.enabled("OFF104") and file.options("OFF104").get("control-flow", False):
         file.report("OFF104", call.node, api=api, loop_line=file.line(loop.node),
                    advice="the value steers the loop; if that can wait, test it every N iterations")
@@ -255,9 +336,11 @@ def _judge_read_per_call(file: CheckedFile, call: IndexedCall, it: Iteration, ap
     statement = call.small or (call.stmts[-1] if call.stmts else None)
     if statement is None:
         return
-    purpose = UseFinder(it.body, sem.names.qualify).of_read(statement, call.node)
+    purpose = UseFinder(it.body, sem.names.qualify, kept=_scalar(call)).of_read(statement, call.node)
     if purpose == "metric" and file.enabled("OFF301"):
         file.report("OFF301", call.node, api=api, where=it.where(file), advice=metric_advice(file, value, call))
+    elif purpose == "check" and file.enabled("OFF104"):
+        file.report("OFF104", call.node, api=api, where=it.where(file), advice=CHECK_ADVICE)
 
 
 def metric_advice(file: CheckedFile, value: cst.BaseExpression, call: IndexedCall) -> str:

@@ -1,0 +1,32 @@
+"""Library idioms recognised by their shape: an array-agnostic library's array module, a module's weights.
+
+`values.DeviceValues` asks these when a name alone does not say where a
+value lives: `xp = get_array_module(x)` computes where `x` lives (written
+for CuPy), and `for p in model.parameters()` walks tensors that live where
+the model computes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import libcst as cst
+
+from .valuewords import ARRAY_MODULE_WORDS
+
+
+def array_module(value: Any) -> bool:
+    """Is `value` the array module of an array-agnostic library: `get_array_module(x)`, `device.xp`?"""
+    if isinstance(value, cst.Attribute):
+        return value.attr.value in ARRAY_MODULE_WORDS
+    if isinstance(value, cst.Call):
+        func = value.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        return name in ARRAY_MODULE_WORDS
+    return False
+
+
+def parameters_of_module(source: cst.BaseExpression) -> bool:
+    """`model.parameters()`, `m.named_parameters()`: a torch module's weights, where the model computes."""
+    return (isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute)
+            and source.func.attr.value in ("parameters", "named_parameters"))
