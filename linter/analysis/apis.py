@@ -116,9 +116,10 @@ class ApiIndex:
                     methods.setdefault(entry.method, []).append(api)
         wildcards.sort(key=lambda item: -len(item[0]))
         names = sorted(modules, key=len, reverse=True)
-        # array-agnostic code may import none of them and still compute on CuPy (`xp = device.xp`; values.py)
+        # array-agnostic code may import none of them and still compute on CuPy (`xp = device.xp`,
+        # `xp = ndi.module()`; values.py)
         words = [re.escape(n) for n in names] + ["get_array_module"]
-        pattern = re.compile(r"\b(?:" + "|".join(words) + r")\b|\.xp\b")
+        pattern = re.compile(r"\b(?:" + "|".join(words) + r")\b|\.xp\b|\bxp\s*=[^=]")
         return cls(
             calls=calls,
             implicit={k: tuple(v) for k, v in implicit.items()},

@@ -239,7 +239,7 @@ class LoopFacts:
 
     def nests_loops(self, loop: Loop, loops: list[Loop]) -> bool:
         """Does another loop of the same scope run inside this one (an epoch loop around a step loop)?"""
-        return any(other.parent is loop and other.kind != "comp" and not _few(other) for other in loops)
+        return any(other.parent is loop and other.kind != "comp" and not few(other) for other in loops)
 
     def amortised(self, call: IndexedCall, loop: Loop, loops: list[Loop]) -> bool:
         """A sync once per outer iteration: the loop runs inner loops and does no device work of its own.
@@ -318,7 +318,7 @@ def over_entries(loop: Loop) -> bool:
     return any(isinstance(p, cst.Param) and p.name.value == source.value for p in (params.star_arg, params.star_kwarg))
 
 
-def _few(loop: Loop) -> bool:
+def few(loop: Loop) -> bool:
     """A loop over a short literal (`for lut in (a, b)`, `range(3)`): sub-steps of one iteration, not inner work."""
     node = loop.node
     if not isinstance(node, cst.For):

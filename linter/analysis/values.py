@@ -375,6 +375,8 @@ class DeviceValues:
             self.calls.forget()
 
     def _binding_taint(self, name: str, how: Binding, value: Any, scope: Scope) -> str | None:
+        if how == "=" and name == "xp" and not (isinstance(value, cst.BaseExpression) and self.names.qualify(value)):
+            return "cupy"  # `xp = ndi.module()`, `xp = array_namespace(x)`: an array-agnostic library's array module
         if how in ("=", "aug", "item", "moved") and isinstance(value, cst.BaseExpression):
             return self.taint(value, scope)
         if how in ("for", "unpack") and isinstance(value, Unpack):

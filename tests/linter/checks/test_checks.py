@@ -61,12 +61,12 @@ CASES = [
     ("from offload_core import region\nimport numpy as np\nu = np.ones(3)\nwith region(u) as r:\n    for i in range(3):\n"
      "        r.update_host(u)\n", T, [("OFF101", 6, 9)]),
     # --- OFF104
-    ("import cupy as cp\nfor i in range(3):\n    cp.cuda.Stream.null.synchronize()\n    cp.cuda.Device(0).synchronize()\n",
+    ("import cupy as cp\nfor i in range(100):\n    cp.cuda.Stream.null.synchronize()\n    cp.cuda.Device(0).synchronize()\n",
      ["OFF104"], [("OFF104", 3, 5), ("OFF104", 4, 5)]),
     # d[i] with a changing i reads the array element by element: OFF302, not OFF104
-    ("import cupy as cp\nd = cp.ones(3)\nfor i in range(3):\n    v = d[i].item()\n    w = int(d[i])\n", ["OFF104", "OFF302"],
+    ("import cupy as cp\nd = cp.ones(3)\nfor i in range(100):\n    v = d[i].item()\n    w = int(d[i])\n", ["OFF104", "OFF302"],
      [("OFF302", 4, 9), ("OFF302", 5, 9)]),
-    ("import cupy as cp\nd = cp.ones(3)\nfor i in range(3):\n    v = d[0].item()\n    w = int(d[1])\n", ["OFF104", "OFF302"],
+    ("import cupy as cp\nd = cp.ones(3)\nfor i in range(100):\n    v = d[0].item()\n    w = int(d[1])\n", ["OFF104", "OFF302"],
      [("OFF104", 4, 9), ("OFF104", 5, 9)]),
     ("import cupy as cp\nd = cp.ones(3)\nv = float(d.sum())\n", ["OFF104"], []),
     # --- OFF105
