@@ -119,7 +119,7 @@ class ApiIndex:
         # array-agnostic code may import none of them and still compute on CuPy (`xp = device.xp`,
         # `xp = ndi.module()`; values.py)
         words = [re.escape(n) for n in names] + ["get_array_module"]
-        pattern = re.compile(r"\b(?:" + "|".join(words) + r")\b|\.xp\b|\bxp\s*=[^=]")
+        pattern = re.compile(r"\b(?:" + "|".join(words) + r")\b|\.xp\b|\b(?:xp|ncp)\s*=[^=]")
         return cls(
             calls=calls,
             implicit={k: tuple(v) for k, v in implicit.items()},

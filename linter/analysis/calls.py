@@ -114,7 +114,12 @@ class Calls:
                 return None
             return Classified(api, kind, argument(call, 1, None))
         if api.device_kwarg is not None or api.device_arg is not None:
-            where = self.destination(argument(call, api.device_arg, api.device_kwarg), scope)
+            target = argument(call, api.device_arg, api.device_kwarg)
+            where = self.destination(target, scope)
+            if api.kind == "alloc" and target is None and (api.call or "").endswith("_like"):
+                like = argument(call, 0, None)  # `torch.zeros_like(x)`: where x lives
+                on_device = like is not None and self.values.device_at(like, self.names.call_at(call))
+                return Classified(api, "alloc", None) if on_device else None
             if api.kind == "alloc":
                 return Classified(api, "alloc" if where == "device" else "host-alloc", None)
             if where != "device":

@@ -39,7 +39,7 @@ from .scopes import IndexedCall, Loop
 PURE_MODULES = frozenset({"numpy", "cupy", "cupyx", "torch", "jax", "math", "builtins", "numba", "operator"})
 MUTATING_FUNCS = frozenset(
     f"{m}.{f}" for m in ("numpy", "cupy") for f in ("copyto", "put", "place", "putmask", "fill_diagonal", "random.shuffle")
-) | {"random.shuffle"}
+) | {"random.shuffle", "builtins.next", "builtins.input", "builtins.open", "builtins.iter"}  # next(loader): a new batch
 MUTATING_METHODS = frozenset(
     {"fill", "sort", "resize", "put", "itemset", "setflags", "partition", "append", "extend", "insert", "pop",
      "clear", "update", "remove", "setdefault", "popitem", "set", "copy_to_device", "fill_", "zero_"}

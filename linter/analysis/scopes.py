@@ -141,6 +141,9 @@ class ModuleIndex:
     subscripts: list[IndexedNode] = field(default_factory=list)  # every `a[...]`, loaded or stored into
     branches: list[IndexedNode] = field(default_factory=list)  # every `if`, `while`, `assert` and `raise`
     renamed: dict[int, str] = field(default_factory=dict)  # id(Name node) -> `y@N` for comprehension variables
+    # `self.kold = ncp.abs(r)` in a method: (the method's scope, the attribute, the value), so that
+    # another method's `self.kold` is known to live where the assigned value does
+    self_stores: list[tuple[Scope, str, cst.BaseExpression]] = field(default_factory=list)
 
 
 def dotted(node: cst.CSTNode | None) -> str:

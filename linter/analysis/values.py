@@ -35,12 +35,15 @@ import libcst as cst
 
 from .names import Names
 from .parameters import bound_arg, forward_input, method_calls, positional_params
-from .idioms import array_module, parameters_of_module
+from .classes import method_class, own_method
+from .idioms import array_module
 from .reaching import host_when_reached
+from .unpacking import Unpacking
 from .scopes import Binding, IndexedCall, Scope, Unpack
 
 from .valuewords import (
     MAYBE, HOST_ATTRS, HOST_METHODS, PREDICATES, IO_METHODS, ANNOTATIONS, MODEL_NAME, TORCH_NOT_TENSORS, JAX_STEP, TENSOR_ATTRS, ARRAY_BUILTINS, HOST_MODULES,
+    NUMPY_CONVERSIONS, ARRAY_MODULE_NAMES, stronger, strip,
 )
 
 
@@ -50,19 +53,6 @@ class Classifier(Protocol):
     def classify(self, call: cst.Call, scope: Scope) -> Any: ...
 
     def forget(self) -> None: ...
-
-
-def strip(lib: str | None) -> str | None:
-    return lib.rstrip(MAYBE) if lib else None
-
-
-def _stronger(a: str | None, b: str | None) -> str | None:
-    """The more certain of two taints: a device library beats a maybe, a maybe beats nothing."""
-    if a is None:
-        return b
-    if b is None or not a.endswith(MAYBE):
-        return a
-    return b if not b.endswith(MAYBE) else a
 
 
 class DeviceValues:
@@ -77,8 +67,9 @@ class DeviceValues:
         self._returns: dict[int, str | None] = {}
         self._solved = False
         self._solving = False
-        self._unpacking: set[tuple[int, tuple[int, ...]]] = set()
+        self.unpacking = Unpacking(self)
         self._fed: set[tuple[int, str]] | None = None
+        self._attrs: dict[tuple[int, str], str] = {}  # (class scope, attribute) -> what `self.attr = ...` stores
 
     # -- the questions checks ask ---------------------------------------------------------
 
@@ -151,12 +142,12 @@ class DeviceValues:
         if isinstance(expr, cst.Call):
             return self._call_taint(expr, scope, depth)
         if isinstance(expr, (cst.BinaryOperation, cst.BooleanOperation)):
-            return _stronger(self.taint(expr.left, scope, depth + 1), self.taint(expr.right, scope, depth + 1))
+            return stronger(self.taint(expr.left, scope, depth + 1), self.taint(expr.right, scope, depth + 1))
         if isinstance(expr, cst.Comparison):
             out = self.taint(expr.left, scope, depth + 1)
             for target in expr.comparisons:
                 if not isinstance(target.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)):
-                    out = _stronger(out, self.taint(target.comparator, scope, depth + 1))
+                    out = stronger(out, self.taint(target.comparator, scope, depth + 1))
             return out
         if isinstance(expr, cst.UnaryOperation):
             return None if isinstance(expr.operator, cst.Not) else self.taint(expr.expression, scope, depth + 1)
@@ -164,6 +155,9 @@ class DeviceValues:
             return self.taint(expr.value, scope, depth + 1)
         if isinstance(expr, cst.Attribute):
             attr = expr.attr.value
+            held = self._self_attribute(expr, scope)
+            if held is not None:
+                return held  # `self.kold`, assigned a device value in another method
             if attr in HOST_ATTRS or attr.startswith("_") or isinstance(expr.value, cst.Name) and self.names.qualify(expr.value):
                 return None  # x.shape, x.dtype, a library's private bookkeeping (df._data); np.pi
             found = self.taint(expr.value, scope, depth + 1)  # x.T, out.logits, features.relu2_2
@@ -171,7 +165,7 @@ class DeviceValues:
                 return "torch" + MAYBE  # p.grad, p.data: a tensor, wherever it lives
             return found
         if isinstance(expr, cst.IfExp):
-            return _stronger(self.taint(expr.body, scope, depth + 1), self.taint(expr.orelse, scope, depth + 1))
+            return stronger(self.taint(expr.body, scope, depth + 1), self.taint(expr.orelse, scope, depth + 1))
         if isinstance(expr, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
             return self.taint(expr.elt, scope, depth + 1)  # `[{k: v.to(device) ...} for t in targets]`
         if isinstance(expr, cst.DictComp):
@@ -180,7 +174,7 @@ class DeviceValues:
             found = None
             for element in expr.elements:
                 if isinstance(element, cst.DictElement):
-                    found = _stronger(found, self.taint(element.value, scope, depth + 1))
+                    found = stronger(found, self.taint(element.value, scope, depth + 1))
             return found
         return None
 
@@ -198,6 +192,9 @@ class DeviceValues:
             head = qualname.split(".")[0]
             if qualname in ARRAY_BUILTINS:
                 return self._args_taint(call, scope, depth)  # abs(d), sum(d): the array's own __abs__, __add__
+            if head == "numpy" and qualname not in NUMPY_CONVERSIONS and any(
+                    self.taint(a.value, scope, depth + 1) == "cupy" for a in call.args):
+                return "cupy"  # np.sqrt(d), np.linalg.norm(d): CuPy answers NumPy's dispatch with a CuPy array
             if head in HOST_MODULES:
                 return None
             found = self._args_taint(call, scope, depth)
@@ -208,7 +205,7 @@ class DeviceValues:
         if isinstance(func, cst.Name):
             local = self.names.local_function(func.value, scope)
             if local is not None:
-                found = self._return_taint(local)
+                found = self.return_taint(local)
                 if found is None and "jax" in self.names.libraries and self._jitted(local):
                     return "jax"  # a compiled step (`@jax.jit`, `@nnx.jit`): its outputs stay on the device
                 return found
@@ -217,6 +214,11 @@ class DeviceValues:
         if "jax" in self.names.libraries and self._jax_step(func):
             return "jax"
         if isinstance(func, cst.Attribute):
+            method = own_method(self.idx, func, scope)
+            if method is not None:
+                found = self.return_taint(method)  # `self.step(x)`: what the class's own method returns
+                if found is not None:
+                    return found
             receiver = self.taint(func.value, scope, depth + 1)
             if receiver is not None:
                 return None if func.attr.value in HOST_METHODS or func.attr.value.startswith(PREDICATES) else receiver
@@ -316,6 +318,17 @@ class DeviceValues:
                 return lib
         return None
 
+    def _self_attribute(self, expr: cst.Attribute, scope: Scope) -> str | None:
+        """What the methods of `scope`'s class store in `self.<attr>` (`expr` is `self.<attr>`), else None."""
+        if not self.idx.self_stores:
+            return None
+        owner = method_class(expr.value, scope)
+        if owner is None:
+            return None
+        if not self._solving:
+            self._solve()
+        return self._attrs.get((id(owner), expr.attr.value))
+
     def _owner(self, name: str, scope: Scope) -> Scope:
         s: Scope | None = scope
         while s is not None:
@@ -354,7 +367,7 @@ class DeviceValues:
                         if best is not None and not best.endswith(MAYBE):
                             continue
                         for how, value in values:
-                            best = _stronger(best, self._binding_taint(name, how, value, scope))
+                            best = stronger(best, self._binding_taint(name, how, value, scope))
                             if best is not None and not best.endswith(MAYBE):
                                 break
                         if best != old and best is not None:
@@ -363,10 +376,22 @@ class DeviceValues:
                     if scope.kind == "function":
                         found = None
                         for value in scope.returns:
-                            found = _stronger(found, self.taint(value, scope))
+                            found = stronger(found, self.taint(value, scope))
                         if found != self._returns.get(id(scope)):
                             self._returns[id(scope)] = found
                             changed = True
+                for method, attr, value in self.idx.self_stores:
+                    assert method.parent is not None
+                    key = (id(method.parent), attr)
+                    old_attr = self._attrs.get(key)
+                    if old_attr is not None and not old_attr.endswith(MAYBE):
+                        continue
+                    found = "cupy" if attr in ARRAY_MODULE_NAMES and not self.names.qualify(value) \
+                        else self.taint(value, method)  # `self.ncp = get_module(backend)`: see _binding_taint
+                    best = found if found is not None and not found.endswith(MAYBE) else old_attr  # surely only
+                    if best != old_attr and best is not None:
+                        self._attrs[key] = best
+                        changed = True
                 if not changed:
                     break
         finally:
@@ -375,85 +400,21 @@ class DeviceValues:
             self.calls.forget()
 
     def _binding_taint(self, name: str, how: Binding, value: Any, scope: Scope) -> str | None:
-        if how == "=" and name == "xp" and not (isinstance(value, cst.BaseExpression) and self.names.qualify(value)):
-            return "cupy"  # `xp = ndi.module()`, `xp = array_namespace(x)`: an array-agnostic library's array module
+        if how == "=" and name in ARRAY_MODULE_NAMES and not (
+                isinstance(value, cst.BaseExpression) and self.names.qualify(value)):
+            return "cupy"  # `xp = ndi.module()`, `ncp = get_module(backend)`: an array-agnostic library's array module
         if how in ("=", "aug", "item", "moved") and isinstance(value, cst.BaseExpression):
             return self.taint(value, scope)
         if how in ("for", "unpack") and isinstance(value, Unpack):
-            return self._unpack_taint(value, scope)
+            return self.unpacking.taint(value, scope)
         if how == "param" and isinstance(value, cst.Param):
             return self._param_taint(name, value, scope)
         return None
 
-    def _unpack_taint(self, unpack: Unpack, scope: Scope, depth: int = 0) -> str | None:
-        source: cst.BaseExpression = unpack.source
-        index = list(unpack.index)
-        if unpack.iterate:
-            if isinstance(source, cst.Call) and isinstance(source.func, cst.Name) and source.func.value in (
-                    "zip", "enumerate", "reversed", "sorted", "list", "tuple") and self.names.qualify(source.func) in (
-                    f"builtins.{source.func.value}",):
-                kind = source.func.value
-                args = [a.value for a in source.args if a.keyword is None and not a.star]
-                if kind == "zip":
-                    if not index or not 0 <= index[0] < len(args):
-                        return None
-                    return self._element(args[index[0]], index[1:], scope, depth)
-                if kind == "enumerate":
-                    if not index or index[0] != 1 or not args:
-                        return None
-                    return self._element(args[0], index[1:], scope, depth)
-                if args and kind in ("reversed", "sorted", "list", "tuple"):
-                    return self._element(args[0], index, scope, depth)
-                return None
-            if isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute) and not source.args \
-                    and source.func.attr.value in ("items", "keys"):
-                if source.func.attr.value == "keys" or index[:1] != [1]:
-                    return None  # a dict's keys are names, not arrays
-                return self._element(source.func.value, index[1:], scope, depth)  # `for k, v in losses.items()`
-            if parameters_of_module(source) and "torch" in self.names.libraries:
-                named = source.func.attr.value.startswith("named_")  # type: ignore[union-attr]
-                return "torch" if index == ([1] if named else []) else None  # `for name, p in m.named_parameters()`
-            return self._element(source, index, scope, depth)
-        if isinstance(source, (cst.Tuple, cst.List)) and index:
-            elements = [e.value for e in source.elements]
-            if index[0] < len(elements) and not any(isinstance(e, cst.StarredElement) for e in source.elements):
-                inner = elements[index[0]]
-                return self._unpack_taint(Unpack(inner, tuple(index[1:]), False), scope, depth + 1) if index[1:] \
-                    else self.taint(inner, scope)
-            return None
-        if isinstance(source, cst.Call) and isinstance(source.func, cst.Name) and index:
-            local = self.names.local_function(source.func.value, scope)
-            if local is not None:
-                return self._return_element(local, tuple(index))
-        return self.taint(source, scope)
-
-    def _element(self, iterable: cst.BaseExpression, index: list[int], scope: Scope, depth: int) -> str | None:
-        """An element of iterating `iterable` (then indexed): a device array's rows and items are device values."""
-        if depth > 6:
-            return None
-        if isinstance(iterable, (cst.Tuple, cst.List)):
-            found = None
-            for e in iterable.elements:
-                found = _stronger(found, self.taint(e.value, scope))
-            return found
-        return self.taint(iterable, scope)
-
-    def _return_taint(self, function: Scope) -> str | None:
+    def return_taint(self, function: Scope) -> str | None:
+        """The taint of what the function returns (the fixpoint's answer)."""
         self._solve()
         return self._returns.get(id(function))
-
-    def _return_element(self, function: Scope, index: tuple[int, ...]) -> str | None:
-        key = (id(function), index)
-        if key in self._unpacking:
-            return None  # a recursive function: its own call adds nothing
-        self._unpacking.add(key)
-        try:
-            found = None
-            for value in function.returns:
-                found = _stronger(found, self._unpack_taint(Unpack(value, index, False), function, 1))
-            return found
-        finally:
-            self._unpacking.discard(key)
 
     def _param_taint(self, name: str, param: cst.Param, scope: Scope) -> str | None:
         if param.annotation is not None:

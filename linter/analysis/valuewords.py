@@ -32,6 +32,8 @@ HOST_METHODS = frozenset({
 # `xp = device.xp` (SigPy), `xp = pxu.get_array_module(x)`. Such code exists to run on CuPy, so what `xp`
 # computes is taken to be on the device.
 ARRAY_MODULE_WORDS = frozenset({"get_array_module", "xp"})
+# Variables array-agnostic code keeps its array module in (`xp = ndi.module()`, PyLops' `ncp = get_module(b)`).
+ARRAY_MODULE_NAMES = frozenset({"xp", "ncp"})
 # Method prefixes of questions an object answers on the host (`instances.has("pred_boxes")`, `x.is_pinned()`).
 PREDICATES = ("is_", "has")
 # Methods of files and I/O handles (kvikio's CuFile, cuda.core streams) that take a device buffer and give back
@@ -63,3 +65,21 @@ HOST_MODULES = frozenset({"builtins", "numpy", "math", "time", "os", "sys", "log
                           "functools", "operator", "collections", "re", "string", "pathlib", "warnings", "copy",
                           "pickle", "typing", "dataclasses", "inspect", "argparse"})
 
+# NumPy functions that make a NumPy array of what they are given (CuPy refuses them; JAX and torch download):
+# every other NumPy function given a CuPy array hands the call to CuPy (`__array_ufunc__`, `__array_function__`).
+NUMPY_CONVERSIONS = frozenset({"numpy.asarray", "numpy.array", "numpy.asanyarray", "numpy.ascontiguousarray",
+                               "numpy.asfortranarray", "numpy.frombuffer", "numpy.fromiter", "numpy.copy"})
+
+
+def strip(lib: str | None) -> str | None:
+    """The library of a taint, certain or not."""
+    return lib.rstrip(MAYBE) if lib else None
+
+
+def stronger(a: str | None, b: str | None) -> str | None:
+    """The more certain of two taints: a device library beats a maybe, a maybe beats nothing."""
+    if a is None:
+        return b
+    if b is None or not a.endswith(MAYBE):
+        return a
+    return b if not b.endswith(MAYBE) else a

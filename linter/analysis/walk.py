@@ -8,8 +8,7 @@ a call, a loop or `with` opening and closing) plus the calls, loops and
 is what lets all checks share one pass: loop invariance is a question about
 the events between a loop's start and end, flow checks (use after move,
 round trips, host access in a region) replay the event list in order, and
-a loop's body is replayed twice to see what one iteration leaves for the
-next.
+a loop's body is replayed twice to see what one iteration leaves for the next.
 
 Evaluation order matters for the flow checks, so the visitor drives the
 traversal itself where Python evaluates children out of source order: the
@@ -23,6 +22,7 @@ from typing import Any
 
 import libcst as cst
 
+from .classes import is_self
 from .scopes import (
     Binding,
     Event,
@@ -136,6 +136,9 @@ class Indexer(cst.CSTVisitor):
                 base = base.value
             if isinstance(base, cst.Name):
                 self._emit("store", base.value, target)
+                if how == "=" and not path and isinstance(target, cst.Attribute) and target.value is base \
+                        and isinstance(value, cst.BaseExpression) and is_self(self.scope, base.value):
+                    self.idx.self_stores.append((self.scope, target.attr.value, value))  # `self.kold = ...`
                 if how == "=" and not path and isinstance(target, cst.Subscript) and target.value is base \
                         and isinstance(value, cst.BaseExpression):
                     self.scope.bind(base.value, "item", value)
@@ -494,3 +497,4 @@ def build_index(module: cst.Module, module_name: str = "__main__", is_package: b
     for statement in module.body:
         statement.visit(indexer)
     return indexer.idx
+

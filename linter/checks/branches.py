@@ -23,6 +23,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.scopes import IndexedNode, Loop, Scope
+from ..analysis.valuewords import HOST_MODULES
 from .devicevalues import device_lib, short
 from .file import CheckedFile
 from .iteration import Iteration, iteration_of
@@ -97,13 +98,54 @@ def _host_in_loop(file: CheckedFile, test: cst.BaseExpression, it: Iteration) ->
     assert loop is not None
     names = {n.value for n in _names_in(test)}
     host: dict[str, bool] = {}
-    for event in loop.scope.events[loop.start:loop.end]:
+    events = loop.scope.events
+    for i in range(loop.start, loop.end):
+        event = events[i]
         if event.kind == "bind" and event.name in names:
             how, value = event.extra
-            on_host = how == "=" and isinstance(value, cst.BaseExpression) and file.sem.values.array_lib(
-                value, loop.scope) is None
+            on_host = how == "=" and isinstance(value, cst.BaseExpression) and _host_at(file, value, loop, i)
             host[event.name] = host.get(event.name, True) and on_host
     return any(host.values())
+
+
+def _host_at(file: CheckedFile, value: cst.BaseExpression, loop: Loop, index: int) -> bool:
+    """Is `value` a host value when event `index` of the loop binds it?
+
+    Its names are taken as the iteration last bound them before that point:
+    `mean = float(mean)` earlier in the body makes `(mean - m) / d` a host
+    number, though `mean = np.average(d)` elsewhere is a device array.
+    """
+    values = file.sem.values
+    if values.array_lib(value, loop.scope) is None:
+        return True
+    calls = _walk_calls(value)
+    if any((file.sem.names.qualify(c.func) or "").split(".")[0] not in HOST_MODULES for c in calls):
+        return False  # `cp.abs(x).max()`: a device value whatever its names hold
+    called = {id(c.func) for c in calls}
+    events = loop.scope.events
+    for name in _names_in(value):
+        if id(name) in called:
+            continue
+        last = next((events[k] for k in range(index - 1, loop.start, -1)
+                     if events[k].kind == "bind" and events[k].name == name.value), None)
+        if last is not None:
+            how, bound = last.extra
+            if how == "=" and isinstance(bound, cst.BaseExpression) and values.array_lib(bound, loop.scope) is None:
+                continue
+            return False
+        if values.array_lib(name, loop.scope) is not None:
+            return False
+    return True
+
+
+def _walk_calls(node: cst.CSTNode) -> list[cst.Call]:
+    out, stack = [], [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Call):
+            out.append(current)
+        stack.extend(current.children)
+    return out
 
 
 def _names_in(node: cst.CSTNode) -> list[cst.Name]:

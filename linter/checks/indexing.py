@@ -127,7 +127,7 @@ def _mask_index(file: CheckedFile, sub: IndexedNode) -> None:
     if lib not in ADVICE or device_lib(file, mask, sub.scope, it) is None:
         return
     if lib == "torch":
-        if it.loop is None or it.loop.kind == "comp" or (sub.store and _scalar_stored(sub)):
+        if it.loop is None or it.loop.kind == "comp" or (sub.store and _scalar_stored(file, sub)):
             return
     if file.sem.loops.periodic(sub.conds) or (it.loop is not None and _rare(file, sub)):
         return
@@ -141,12 +141,19 @@ def _rare(file: CheckedFile, sub: IndexedNode) -> bool:
     return file.sem.loops.rare_conds(sub.conds, loop)
 
 
-def _scalar_stored(sub: IndexedNode) -> bool:
-    """`t[mask] = 0`, `t[mask] = -1.0`: a Python number, which PyTorch writes with masked_fill."""
+def _scalar_stored(file: CheckedFile, sub: IndexedNode) -> bool:
+    """`t[mask] = 0`, `t[mask] = segment_id`: a number, which PyTorch writes with masked_fill (no count).
+
+    A name or attribute the analysis does not know as an array (`self.num_classes`, a counter) is
+    taken for a number; an array value (`t[mask] = src[mask]`) takes the counting path.
+    """
     statement = sub.small
     value = statement.value if isinstance(statement, (cst.Assign, cst.AugAssign)) else None
     if isinstance(value, cst.UnaryOperation):
         value = value.expression
+    if isinstance(value, (cst.Name, cst.Attribute)) and not (isinstance(value, cst.Name) and value.value in (
+            "True", "False")):
+        return file.sem.values.array_lib(value, sub.scope) is None
     return isinstance(value, (cst.Integer, cst.Float)) or (isinstance(value, cst.Name) and value.value in (
         "True", "False"))
 
