@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.loops import walk
 from ..analysis.scopes import IndexedNode, Loop, Scope
 from ..analysis.valuewords import HOST_MODULES
 from .devicevalues import device_lib, short
@@ -118,7 +119,7 @@ def _host_at(file: CheckedFile, value: cst.BaseExpression, loop: Loop, index: in
     values = file.sem.values
     if values.array_lib(value, loop.scope) is None:
         return True
-    calls = _walk_calls(value)
+    calls = [n for n in walk(value) if isinstance(n, cst.Call)]
     if any((file.sem.names.qualify(c.func) or "").split(".")[0] not in HOST_MODULES for c in calls):
         return False  # `cp.abs(x).max()`: a device value whatever its names hold
     called = {id(c.func) for c in calls}
@@ -136,16 +137,6 @@ def _host_at(file: CheckedFile, value: cst.BaseExpression, loop: Loop, index: in
         if values.array_lib(name, loop.scope) is not None:
             return False
     return True
-
-
-def _walk_calls(node: cst.CSTNode) -> list[cst.Call]:
-    out, stack = [], [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, cst.Call):
-            out.append(current)
-        stack.extend(current.children)
-    return out
 
 
 def _names_in(node: cst.CSTNode) -> list[cst.Name]:
