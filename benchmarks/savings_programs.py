@@ -40,6 +40,13 @@ environment of `quiet_env.py` (one BLAS thread, freed memory kept) unless
 `--default-allocator` is given. The replay sets the recording's own cost
 aside when this machine is calibrated (`offload-prof calibrate`; the
 header says which figures it used). A table on stdout; nothing is asserted.
+
+`--truth fresh` (CuPy and PyTorch) times each unrecorded program once in
+a fresh process, cold, as each recording runs it, instead of warm in this
+one (a host-bound loop's time differs between processes by more than the
+target; but a cold run includes loading the library's kernels, which on
+the H100 buried CuPy's tiny loop: docs/profiler.md). `--save-traces DIR`
+keeps the recorded traces.
 """
 
 from __future__ import annotations
@@ -264,11 +271,12 @@ PROGRAMS = (
 )
 
 
-def recorded(lib: str, program: Program, fixed: bool, n: int) -> Run:
+def recorded(lib: str, program: Program, fixed: bool, n: int, keep: Path | None = None) -> Run:
     """The program recorded: in this process for offload_core, else in a fresh one under `--source cupti`.
 
     CUPTI allows one client per process, so each CUPTI recording is its
-    own `offload-prof run` of this script with `--run-one`.
+    own `offload-prof run` of this script with `--run-one`. With `keep`, the
+    trace is also written there.
     """
     fn = program.variants[lib]
     if lib == "offload":
@@ -276,15 +284,28 @@ def recorded(lib: str, program: Program, fixed: bool, n: int) -> Run:
 
         with Recorder(fingerprints=True) as rec:
             fn(fixed, n)
-        return rec.run(link=calibrated(get_backend().name))
+        run = rec.run(link=calibrated(get_backend().name))
+        if keep is not None:
+            run.save(keep)
+        return run
     with tempfile.TemporaryDirectory() as folder:
-        trace = Path(folder) / "t.json"
+        trace = keep if keep is not None else Path(folder) / "t.json"
         command = [sys.executable, "-m", "profiler", "run", "--source", "cupti", "-o", str(trace), "--",
                    __file__, "--lib", lib, "--run-one", program.name] + (["--fixed"] if fixed else [])
         proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
         if proc.returncode != 0:
             raise SystemExit(f"savings_programs: recording {program.name} failed: {proc.stderr.strip()[-2000:]}")
         return Run.load(trace)
+
+
+def fresh_ms(lib: str, program: Program, fixed: bool) -> float:
+    """The program's time unrecorded, run once in a fresh process, as each CUPTI recording runs it (`--truth fresh`)."""
+    command = [sys.executable, __file__, "--lib", lib, "--run-one", program.name, "--time"] + (
+        ["--fixed"] if fixed else [])
+    proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"savings_programs: running {program.name} failed: {proc.stderr.strip()[-2000:]}")
+    return float(proc.stdout.split()[-1])
 
 
 def recorded_ns(lib: str, run: Run) -> int:
@@ -325,21 +346,32 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=7, help="rounds (medians; default: %(default)s)")
     p.add_argument("--default-allocator", action="store_true",
                    help="measure with the C library's default allocator (see benchmarks/quiet_env.py)")
+    p.add_argument("--truth", choices=("here", "fresh"), default="here",
+                   help="time the unrecorded programs in this process, warm (default), or, for --lib cupy|torch, "
+                        "each once in a fresh process, as each recording runs it")
+    p.add_argument("--save-traces", metavar="DIR", type=Path,
+                   help="keep the recorded traces there (LIB-PROGRAM-naive|fixed-ROUND.json)")
     p.add_argument("--run-one", help=argparse.SUPPRESS)  # a child to record: run this program once and exit
     p.add_argument("--fixed", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--time", action="store_true", help=argparse.SUPPRESS)  # with --run-one: print its time in ms
     args = p.parse_args(argv)
     if args.run_one:
         chosen = next(pr for pr in PROGRAMS if pr.name == args.run_one)
-        chosen.variants[args.lib](args.fixed, chosen.size[args.lib])
+        ms = timed(chosen.variants[args.lib], args.fixed, chosen.size[args.lib])
+        if args.time:
+            print(f"{ms:.4f}")
         return 0
     if args.lib != "offload" and importlib.util.find_spec(args.lib) is None:
         print(f"savings_programs: --lib {args.lib} needs {args.lib} installed (and a GPU, and the cupti extra)",
               file=sys.stderr)
         return 2
     quiet_env.ensure(pooled=not args.default_allocator)
+    if args.save_traces is not None:
+        args.save_traces.mkdir(parents=True, exist_ok=True)
     where = get_backend().name if args.lib == "offload" else f"{args.lib} via CUPTI"
+    truth = ", truth timed once per fresh process" if args.truth == "fresh" and args.lib != "offload" else ""
     print(f"# {time.strftime('%Y-%m-%d')}, Python {platform.python_version()}, NumPy {np.__version__}, "
-          f"{where}, {platform.machine()}: medians of {args.repeats}; {quiet_env.describe()}")
+          f"{where}, {platform.machine()}: medians of {args.repeats}{truth}; {quiet_env.describe()}")
     head = f"{'program':9s} {'mistake ms':>10s} {'fixed ms':>9s} {'measured':>9s} {'spread':>7s} {'recorded':>9s} " \
            f"{'predicted':>9s} {'error':>7s}  {'target':6s}  from"
     link = calibrated("cupy" if args.lib != "offload" else get_backend().name)
@@ -361,13 +393,16 @@ def main(argv: list[str] | None = None) -> int:
             continue
         n = program.size[args.lib]
         fn(False, n), fn(True, n)  # warm-up: compilation, memory pools
+        fresh = args.truth == "fresh" and args.lib != "offload"
         mistakes, fixes, predictions, recorded_fixes = [], [], [], []
-        for _ in range(args.repeats):
-            run = recorded(args.lib, program, False, n)
+        for r in range(args.repeats):
+            keep = [None if args.save_traces is None else
+                    args.save_traces / f"{args.lib}-{program.name}-{variant}-{r}.json" for variant in ("naive", "fixed")]
+            run = recorded(args.lib, program, False, n, keep[0])
             predictions.append((recorded_ns(args.lib, run), predicted(program, run)))
-            recorded_fixes.append(recorded_ns(args.lib, recorded(args.lib, program, True, n)))
-            mistakes.append(timed(fn, False, n))
-            fixes.append(timed(fn, True, n))
+            recorded_fixes.append(recorded_ns(args.lib, recorded(args.lib, program, True, n, keep[1])))
+            mistakes.append(fresh_ms(args.lib, program, False) if fresh else timed(fn, False, n))
+            fixes.append(fresh_ms(args.lib, program, True) if fresh else timed(fn, True, n))
         pred = statistics.median(saved for _, (saved, _) in predictions)
         source = predictions[0][1][1]
         differences = [m - f for m, f in zip(mistakes, fixes)]

@@ -32,7 +32,7 @@ from offload_core import In, get_backend, kernel, offload, region
 from offload_core.backends.base import Backend, device_layout
 
 from ..version import __version__
-from ..trace.records import Link
+from ..trace.records import DIGEST_LARGE_BYTES, DIGEST_SMALL_BYTES, Link
 
 
 @kernel
@@ -97,8 +97,10 @@ def measure(
         launch_us = _per_launch_us(lambda: offload(_noop, x), launches, be)
     progress(f"measuring what recording costs: {launches} launches, unrecorded and recorded")
     costs = recording_costs(launches, progress=progress)
-    progress(f"measuring the fingerprint digest: {host.nbytes / 1e6:.0f} MB x {repeats}")
+    progress(f"measuring the fingerprint digest: {host.nbytes / 1e6:.0f} MB x {repeats}, "
+             f"{min(host.nbytes, DIGEST_SMALL_BYTES) / 1e6:.0f} MB x {4 * repeats}")
     costs["digest_gbps"] = digest_gbps(host, repeats)
+    costs["digest_small_gbps"] = digest_gbps(host[: max(DIGEST_SMALL_BYTES // 8, 1)], 4 * repeats)
     progress("measuring sync overhead")
     samples = []
     for _ in range(small_repeats):
@@ -273,7 +275,9 @@ def describe(link: Link) -> str:
         ("CUPTI, per other call", "-" if link.cupti_event_us is None else f"{link.cupti_event_us:.2f} us"
          " (a copy's or a sync's callbacks)"),
         ("fingerprint digest", "-" if link.digest_gbps is None else f"{link.digest_gbps:.2f} GB/s"
-         " (copied bytes, both recorders)"),
+         f" (copied bytes, both recorders; {DIGEST_LARGE_BYTES >> 20} MiB)"),
+        ("  of a cached buffer", "-" if link.digest_small_gbps is None else f"{link.digest_small_gbps:.2f} GB/s"
+         f" ({DIGEST_SMALL_BYTES >> 20} MiB, digested again)"),
     ]
     width = max(len(k) for k, _ in rows)
     return "\n".join([f"link profile {link.name}: {link.source}"] + [f"  {k:<{width}}  {v}" for k, v in rows]) + "\n"

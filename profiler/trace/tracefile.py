@@ -204,6 +204,8 @@ def asdict_meta(meta: Meta) -> dict[str, Any]:
     out["estimated"] = list(meta.estimated)
     if not meta.dropped:  # a run that kept all it recorded: its files stay as they were
         del out["dropped"]
+    if out.get("link") is not None and out["link"].get("digest_small_gbps") is None:  # likewise, uncalibrated
+        del out["link"]["digest_small_gbps"]
     return out
 
 

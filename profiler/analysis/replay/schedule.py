@@ -89,8 +89,9 @@ class Schedule:
 
 #: records between two saved states of an unfixed replay
 CHECKPOINT_EVERY: Final = 4096
-#: (index, host position, lane ends, stream ends) before that index of the unfixed replay
-_State = tuple[int, int, list[int], list[int]]
+#: (index, host position, lane ends, stream ends, latest end of the uploads the host has yet to wait for) before that
+#: index of the unfixed replay
+_State = tuple[int, int, list[int], list[int], int]
 #: timeline -> recorded -> the unfixed replay's saved states, in index order (dropped with the timeline)
 _CHECKPOINTS: weakref.WeakKeyDictionary[Timeline, dict[bool, list[_State]]] = weakref.WeakKeyDictionary()
 
@@ -133,16 +134,16 @@ def _replay(t: Timeline, fix: Fix, starts: list[int] | None, ends: list[int] | N
     if start is None:
         lane_end = [NEVER] * len(t.lane_engine)
         stream_end = [NEVER] * t.streams
-        begin, f = 0, 0
+        begin, f, pending = 0, 0, NEVER
     else:
-        begin, f, lane_end, stream_end = start[0], start[1], list(start[2]), list(start[3])
+        begin, f, lane_end, stream_end, pending = start[0], start[1], list(start[2]), list(start[3]), start[4]
     n = len(t.role)
     states: list[_State] | None = [] if save else None
     for chunk in range(begin, n, CHECKPOINT_EVERY):
         if states is not None:
-            states.append((chunk, f, list(lane_end), list(stream_end)))
-        f = _replay_range(t, fix, starts, ends, recorded, chunk, min(chunk + CHECKPOINT_EVERY, n), f, lane_end,
-                          stream_end)
+            states.append((chunk, f, list(lane_end), list(stream_end), pending))
+        f, pending = _replay_range(t, fix, starts, ends, recorded, chunk, min(chunk + CHECKPOINT_EVERY, n), f,
+                                   lane_end, stream_end, pending)
     if states is not None:
         _CHECKPOINTS.setdefault(t, {})[recorded] = states
     device_done = max(stream_end, default=f)
@@ -150,20 +151,30 @@ def _replay(t: Timeline, fix: Fix, starts: list[int] | None, ends: list[int] | N
 
 
 def _replay_range(t: Timeline, fix: Fix, starts: list[int] | None, ends: list[int] | None, recorded: bool,
-                  begin: int, stop: int, f: int, lane_end: list[int], stream_end: list[int]) -> int:
+                  begin: int, stop: int, f: int, lane_end: list[int], stream_end: list[int],
+                  pending: int) -> tuple[int, int]:
     """Replay records `begin` to `stop` from host position `f`, updating `lane_end` and `stream_end` in place;
-    the host's position after them."""
+    the host's position after them, and the latest end of the settling uploads it has yet to wait for."""
     role, duration, gap, offset = t.role, t.duration, t.gap, t.offset
     device_gap, lane, stream, blocking = t.device_gap, t.lane, t.stream, t.blocking
     waits, cost, joined, recording = t.waits, t.cost, t.joined, t.recording
+    settles, settle_wait = t.settles, t.settle_wait
     drop, durations, nonblocking, host_cut = fix.drop, fix.durations, fix.nonblocking, fix.host_cut
     for i in range(begin, stop):
         r = role[i]
         own = gap[i] - recording[i]  # the program's own host work before the record
+        waited = settle_wait[i]
+        if waited >= 0:  # the call before returned here, once its uploads had landed: after the recording's cost
+            if recorded:
+                f += recording[i]
+            if pending > f:
+                f = pending
+            pending = NEVER
+            own -= waited  # the trace's wait is not the program's work
         if not joined[i] or i not in drop:
             cut = host_cut.get(i, 0) if host_cut else 0
             f += own - cut if own > cut else 0
-        if recorded:  # the recording's cost, which no fix takes away
+        if recorded and waited < 0:  # the recording's cost, which no fix takes away
             f += recording[i]
         if i in drop:
             if starts is not None and ends is not None:
@@ -179,6 +190,8 @@ def _replay_range(t: Timeline, fix: Fix, starts: list[int] | None, ends: list[in
             lane_end[ln] = stream_end[st] = e
             if blocking[i] and e > f and i not in nonblocking:
                 f = e
+            if settles[i] and e > pending:
+                pending = e
         elif r == HOST:
             e = f = f + durations.get(i, duration[i])
         elif r == WAIT:
@@ -189,4 +202,4 @@ def _replay_range(t: Timeline, fix: Fix, starts: list[int] | None, ends: list[in
             e = f = ready + cost[i]
         if starts is not None and ends is not None:
             starts[i], ends[i] = s, e
-    return f
+    return f, pending

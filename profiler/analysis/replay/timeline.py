@@ -45,6 +45,19 @@ lists the assumptions:
   host was (its exit record spans the copies it made and marks nothing).
 * **Syncs** wait for the streams that were done when the host resumed;
   what the sync cost beyond that (its own call, the wake-up) stays.
+* **offload_core settles its uploads.** An upload from page-locked
+  memory runs asynchronously, but offload_core waits for it to land
+  before control returns to the program (`settle_uploads`: the program
+  may write the host bytes next), at the end of the region call that made
+  it or, for a launch's own upload, after the kernel is issued. No record
+  marks that wait; a recorder's digest of the copied bytes usually hides
+  it. So such an upload (`settles`) holds the host at the first record of
+  the next call, or at its launch's next host-side record after the
+  kernel: the host waits there for it after the recording's cost in that
+  gap (the digest ran while the copy did) and before the program's own
+  work (`settle_wait`: the part of the gap the trace shows it waited).
+  A trace whose host was there before the copy ended shows no such wait,
+  and none is assumed.
 * **The end of the run** waits for the device (the recording flushes
   device timings before it stops).
 * **The recording's own cost.** Recording a launch or an event costs the
@@ -145,6 +158,11 @@ class Timeline:
     joined: list[bool]
     #: the part of each `gap` that is the recording's own cost, which fixes are priced without (module docstring)
     recording: list[int]
+    #: offload_core uploads that hold the host until they land, at their call's end (module docstring)
+    settles: list[bool]
+    #: per record, -1, or: the host first waits for the settling uploads before it (after the recording's cost in
+    #: its gap), and this much of the gap was that wait in the trace
+    settle_wait: list[int]
 
     def __len__(self) -> int:
         return len(self.role)
@@ -165,9 +183,13 @@ class Timeline:
         durations = c.duration_ns.tolist()
         host_run = run.meta.backend in HOST_EXECUTED
         blocking = (np.ones(n, dtype=bool) if host_run else ~np.isin(c.kind, _ASYNC) & ~c.pinned).tolist()
-        return _infer(roles, engines, starts, durations, blocking, run.meta.wall_ns, _joined(run).tolist(),
+        same_call = _same_call(run)
+        settles = ((c.kind == KINDS.index("h2d")) & c.pinned & ((c.launch != NULL) | (c.region != NULL))
+                   if not host_run and run.meta.backend != "cupti" and n else np.zeros(n, dtype=bool))
+        return _infer(roles, engines, starts, durations, blocking, run.meta.wall_ns, _joined(run, same_call).tolist(),
                       recording_costs(run).tolist(), (c.fingerprint >= 0).tolist(), c.process.tolist(),
-                      digest_costs(run).tolist() if run.meta.backend == "cupti" else None)
+                      digest_costs(run).tolist() if run.meta.backend == "cupti" else None,
+                      settles.tolist(), same_call.tolist(), (c.kind == KINDS.index("launch")).tolist())
 
 
 def recording_costs(run: Run) -> np.ndarray:
@@ -186,20 +208,19 @@ def recording_costs(run: Run) -> np.ndarray:
     if event_us:  # torch.distributed's calls come from offload_core's bus, not from CUPTI's callbacks
         others = ~launches & (c.kind != KINDS.index("collective")) if cupti else ~launches
         costs[others] = int(event_us * 1e3)
-    if link.digest_gbps:
-        digested = c.fingerprint >= 0
-        costs[digested] += (c.nbytes[digested] / link.digest_gbps).astype(np.int64)
-    return costs
+    return costs + digest_costs(run)
 
 
 def digest_costs(run: Run) -> np.ndarray:
-    """Per record, the part of its recording cost that is the digest of its bytes (ns; zeros where unknown)."""
+    """Per record, the part of its recording cost that is the digest of its bytes (ns; zeros where unknown), at the
+    rate the link gives a buffer of its size (`Link.digest_ns`)."""
     c = run.columns
     costs = np.zeros(len(c), dtype=np.int64)
     link = run.meta.link
-    if link is not None and link.digest_gbps and len(c):
+    if link is not None and (link.digest_gbps or link.digest_small_gbps) and len(c):
         digested = c.fingerprint >= 0
-        costs[digested] = (c.nbytes[digested] / link.digest_gbps).astype(np.int64)
+        sizes, where = np.unique(c.nbytes[digested], return_inverse=True)
+        costs[digested] = np.array([link.digest_ns(int(b)) for b in sizes], dtype=np.int64)[where]
     return costs
 
 
@@ -209,8 +230,9 @@ def _collective_calls(c: Columns) -> np.ndarray:
     return (c.kind == KINDS.index("collective")) & ~np.isin(c.kernel, nccl)
 
 
-def _joined(run: Run) -> np.ndarray:
-    """Records whose preceding host time was their own call's machinery (see the module docstring)."""
+def _same_call(run: Run) -> np.ndarray:
+    """Records of the same offload_core call as the record before them: one launch index, or one region's entry
+    (or exit, or `update_host`) with no launch index."""
     c = run.columns
     out = np.zeros(len(c), dtype=bool)
     if len(c) < 2:
@@ -222,17 +244,37 @@ def _joined(run: Run) -> np.ndarray:
     leaving = np.isin(kind[1:], [codes["d2h"], codes["sync"], codes["free"], codes["region_exit"]])
     same_region = ((launch[1:] == NULL) & (launch[:-1] == NULL) & (region[1:] == region[:-1]) & (region[1:] != NULL)
                    & ~(entering & leaving))  # from a region's entry to its exit lies the program's body
-    digested = np.isin(kind[:-1], [codes["h2d"], codes["d2h"]]) & (c.fingerprint[:-1] >= 0)
-    out[1:] = (same_launch | same_region) & ~digested  # the recorder's digest of the copy before is no machinery
+    out[1:] = same_launch | same_region
+    return out
+
+
+def _joined(run: Run, same_call: np.ndarray | None = None) -> np.ndarray:
+    """Records whose preceding host time was their own call's machinery (see the module docstring)."""
+    c = run.columns
+    out = _same_call(run) if same_call is None else same_call.copy()
+    if len(c) < 2:
+        return out
+    digested = np.isin(c.kind[:-1], [KINDS.index("h2d"), KINDS.index("d2h")]) & (c.fingerprint[:-1] >= 0)
+    out[1:] &= ~digested  # the recorder's digest of the copy before is no machinery
     return out
 
 
 def _infer(roles: list[int], engines: list[int], starts: list[int], durations: list[int], blocking: list[bool],
            wall_ns: int, joined: list[bool], costs: list[int], digested: list[bool], processes: list[int],
-           digests: list[int] | None = None) -> Timeline:
+           digests: list[int] | None = None, settles: list[bool] | None = None, same_call: list[bool] | None = None,
+           launches: list[bool] | None = None) -> Timeline:
     """The inference of `Timeline.of`; `digests`: the digest part of each record's cost, where the rest of it is
-    the call's, spent as the call is made (CUPTI's callbacks), not where the digest lies."""
+    the call's, spent as the call is made (CUPTI's callbacks), not where the digest lies; `settles`: uploads the
+    host waits for at the end of their call (`same_call`: records of the call of the record before them;
+    `launches`: kernel launches, after which a launch's own host-side record ends it)."""
     n = len(roles)
+    settles = [False] * n if settles is None else list(settles)
+    same_call = [False] * n if same_call is None else same_call
+    launches = [False] * n if launches is None else launches
+    settle_at = [NEVER] * n  # where the host waits for settling uploads: the latest end of them (trace time)
+    before = [0] * n  # the host's position before each record's gap
+    pending, launched = NEVER, False
+    pending_uploads: list[int] = []
     gap, offset, device_gap = [0] * n, [0] * n, [0] * n
     lane, stream = [-1] * n, [-1] * n
     waits: list[tuple[int, ...]] = [()] * n
@@ -248,6 +290,15 @@ def _infer(roles: list[int], engines: list[int], starts: list[int], durations: l
     f = 0  # where the host is
     for i in range(n):
         role, s, d = roles[i], starts[i], durations[i]
+        before[i] = f
+        if pending != NEVER and role != MARKER and (not same_call[i] or (launched and role != DEVICE)):  # call ends
+            bound = s if role != DEVICE else s if s < issued_by[i] else issued_by[i]
+            if pending <= bound:  # the host reached this record after the uploads landed, as offload_core waited
+                settle_at[i] = pending
+            else:  # the trace says otherwise: no wait is assumed
+                for j in pending_uploads:
+                    settles[j] = False
+            pending, pending_uploads, launched = NEVER, [], False
         if role == HOST:
             a = s if s > f else f
             gap[i] = a - f
@@ -283,6 +334,9 @@ def _infer(roles: list[int], engines: list[int], starts: list[int], durations: l
             else:  # queued behind earlier work (or issued before that work ended): issued no later than the host was
                 queued[i] = True
                 device_gap[i] = s - ready
+                if settle_at[i] > f:  # issued after the host waited for its call's uploads
+                    gap[i] = settle_at[i] - f
+                    f = settle_at[i]
                 if blocking[i] and f < latest < s + d:  # the host entered the call at `latest` and waited in it
                     gap[i] = latest - f
                     f = latest
@@ -291,7 +345,14 @@ def _infer(roles: list[int], engines: list[int], starts: list[int], durations: l
             lane_end[ln] = stream_end[st] = end
             if blocking[i] and end > f:
                 f = end
+            if settles[i]:
+                pending = end if end > pending else pending
+                pending_uploads.append(i)
+            elif launches[i] and pending != NEVER:
+                launched = True
         host_after[i] = f
+    for j in pending_uploads:  # the run ended first: nothing waited for them
+        settles[j] = False
     device_done = max(stream_end, default=f)
     end_cost = wall_ns - (device_done if device_done > f else f)
     holds = [bool(b) and r == DEVICE for b, r in zip(blocking, roles)]
@@ -301,9 +362,16 @@ def _infer(roles: list[int], engines: list[int], starts: list[int], durations: l
         late = [min(x, c) if w != _BEFORE and not (h or r == WAIT) else c
                 for w, h, r, c, x in zip(when, holds, roles, late, digests)]
     early = [c - x for c, x in zip(costs, late)]
+    recording = _set_aside(gap, early, late, when, roles)
+    settle_wait = [-1] * n
+    for i, at in enumerate(settle_at):
+        if at != NEVER:  # after the recording's cost in the gap (a digest ran while the copy did), the wait
+            waited = at - before[i] - recording[i]
+            room = gap[i] - recording[i]
+            settle_wait[i] = 0 if waited < 0 else room if waited > room else waited
     return Timeline(roles, list(durations), gap, offset, device_gap, lane, stream, holds, waits, cost, end_cost,
-                    tuple(lane_engine), len(stream_end), wall_ns, host_after, queued, joined,
-                    _set_aside(gap, early, late, when, roles))
+                    tuple(lane_engine), len(stream_end), wall_ns, host_after, queued, joined, recording, settles,
+                    settle_wait)
 
 
 def _issued_by(roles: list[int], starts: list[int], processes: list[int]) -> list[int]:

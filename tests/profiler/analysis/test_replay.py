@@ -347,8 +347,8 @@ def test_offload_cores_recorder_has_its_own_figures_per_launch_and_per_event() -
     assert (tl.recording[up], tl.recording[k], tl.recording[sync], tl.recording[later]) == (2 * US, 4 * US, 0, 6 * US), \
         "CUPTI's figure is not offload_core's recorder's; the sync is recorded when it returns: after its wait"
     # the kernel's gap (30 µs after the upload was issued) is its launch's machinery: it goes with the kernel, but
-    # for the 4 µs of recording
-    assert replayed_wall(tl, Fix("drop", frozenset({k}))) == replayed_wall(tl) - (30 - 4) * US
+    # for the 4 µs of recording; the launch still returns only once its 5 µs upload has landed (offload_core settles it)
+    assert replayed_wall(tl, Fix("drop", frozenset({k}))) == replayed_wall(tl) - (30 - 4 - 5) * US
 
 
 def test_a_queued_launchs_recording_cost_is_charged_to_the_next_gap() -> None:
@@ -415,7 +415,7 @@ def test_cupti_captures_replay_themselves() -> None:
     assert_replays_itself(_cupti_run(b))
 
 
-@pytest.mark.parametrize("backend", ["numpy", "cupti"])
+@pytest.mark.parametrize("backend", ["numpy", "cupy", "cupti"])
 def test_odd_traces_replay_themselves(backend: str) -> None:
     """Random records (overlaps, out-of-order host times, nulls everywhere) still give back their own times."""
     from dataclasses import replace
@@ -442,6 +442,25 @@ def test_a_digested_copys_bytes_cost_the_recording_after_the_copy() -> None:
     assert replayed_wall(tl) == replayed_wall(tl, recorded=True) - (2 + 160 + 2) * US
 
 
+def test_a_copy_a_cache_holds_is_digested_at_the_cached_rate() -> None:
+    """`calibrate` digests 64 MiB (more than a cache holds: 6.5 GB/s on the H100 machine) and 4 MiB (held: 12 GB/s);
+    a copy's bytes, just read by the copy, are digested at the rate of their size: the small buffer's up to 4 MiB, the
+    large one's from 64 MiB, and between them the time per byte moves with log2 of the size."""
+    h = Hand(backend="cupy")
+    sizes = [1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20]
+    ks = []
+    for n, size in enumerate(sizes):
+        h.copy("h2d", 100_000 * n, 5, nbytes=size, fingerprint=f"f{n}")
+        ks.append(h.kernel(100_000 * n + 90_000, 5))
+    run = _with_link(h.run(500_000), recorded_event_us=0.0, digest_gbps=4.0, digest_small_gbps=16.0)
+    tl = assert_replays_itself(run)
+    # 1/16 ns a byte up to 4 MiB, 1/4 from 64 MiB; 16 MiB lies half way in log2: 1/16 + (1/4 - 1/16) / 2 = 5/32
+    assert [tl.recording[k] for k in ks] == [(1 << 20) // 16, (4 << 20) // 16, (16 << 20) * 5 // 32, (64 << 20) // 4,
+                                             (256 << 20) // 4]
+    assert replace(run.meta.link, digest_small_gbps=None).digest_ns(1 << 20) == (1 << 20) // 4, \
+        "without the small buffer's figure, every size at the large one's rate"
+
+
 def test_an_asynchronous_downloads_digest_lies_after_the_sync_that_makes_its_bytes_final() -> None:
     """`.item()` in PyTorch: a pinned download, then a sync; the tracer digests the bytes when the sync returns,
     but the copy's callbacks ran as its call was made, before the sync."""
@@ -454,6 +473,62 @@ def test_an_asynchronous_downloads_digest_lies_after_the_sync_that_makes_its_byt
     tl = assert_replays_itself(run)
     assert tl.recording[wait] == 5 * US, "the copy's callbacks lie before the sync; the sync's own cost does not"
     assert tl.recording[after] == (5 + 4) * US and tl.recording[down] == 0, "the sync's cost and the digest after it"
+
+
+def _region_per_step(fingerprint: str | None, steps: int = 3) -> Run:
+    """offload_core on a GPU: a region entered every step uploads 'w' (8 MB, page-locked: asynchronous), then a
+    launch; 20 µs of the program's own work lie between the region's entry and the launch. Recorded with a
+    fingerprint, the digest of the bytes (160 µs at 50 GB/s) runs while the 100 µs copy does, and hides the wait for
+    it; without one, the trace shows the host waiting for the copy to land."""
+    h = Hand(backend="cupy")
+    t = 0
+    digest = 160 if fingerprint else 0
+    for n in range(steps):
+        h.add("region_enter", t + 10, 1, 15, region=n)
+        h.add("alloc", t + 12, 1, 15, region=n, array=0xB000, nbytes=8)
+        h.copy("h2d", t + 14, 100, line=15, region=n, array=0xB000, nbytes=8_000_000, fingerprint=fingerprint)
+        k = t + 14 + max(digest, 100) + 20
+        h.kernel(k, 10, launch=n, region=n)
+        h.add("free", k + 16, 1, 15, region=n, array=0xB000, nbytes=8)
+        h.add("region_exit", k + 16, 2, 15, region=n)
+        t = k + 50
+    return _with_link(h.run(t), recorded_event_us=0.0, recorded_launch_us=0.0, digest_gbps=50.0)
+
+
+@pytest.mark.parametrize("fingerprint", [None, "w"])
+def test_offload_core_waits_for_its_page_locked_uploads_before_a_call_returns(fingerprint: str | None) -> None:
+    """`settle_uploads`: the host goes on only once the upload landed, so hoisting it saves the copy's time, whether
+    the trace shows the wait (no fingerprints) or the recorder's digest hid it (the replay sets the digest aside)."""
+    run = _region_per_step(fingerprint)
+    tl = assert_replays_itself(run)
+    ups = [i for i, r in enumerate(run.records) if r.kind == "h2d"]
+    kernels = [i for i, r in enumerate(run.records) if r.kind == "launch"]
+    assert replayed_wall(tl) == 3 * (14 + 100 + 20 + 50) * US, "unrecorded, a step waits for its copy: 184 µs"
+    fix = keep_resident(run, ups[1:], "upload once")
+    # each hoisted step: the 100 µs wait for the copy, the entry, allocation and free (1 µs each) and the gaps of
+    # the records of the region's calls (1 + 1 µs joined, and the least seen before such a call: 10 before the
+    # entry, 6 before the free) go; the program's own 20 µs before the launch stay
+    assert saving(tl, fix) == 2 * (100 + 3 + 2 + 10 + 6) * US
+    assert all(tl.settles[i] for i in ups)
+    assert [tl.settle_wait[k] for k in kernels] == [0 if fingerprint else 100 * US] * 3, \
+        "the wait for the copy comes first in the launch's gap (after the digest that ran beside the copy)"
+
+
+def test_a_launchs_own_upload_is_waited_for_once_the_kernel_is_issued() -> None:
+    """offload() of a buffer with no region: alloc, upload, launch, then the wait for the upload, then the free."""
+    h = Hand(backend="cupy")
+    h.add("alloc", 0, 1, 10, launch=0, array=1, nbytes=8)
+    up = h.copy("h2d", 2, 100, 10, launch=0, array=1)
+    k = h.kernel(103, 10, launch=0)  # queued behind the copy: issued while it ran
+    free = h.add("free", 110, 1, 10, launch=0, array=1, nbytes=8)  # after the wait for the copy (to 102)
+    after = h.kernel(300, 10, launch=1)
+    run = h.run(320)
+    tl = assert_replays_itself(run)
+    assert tl.queued[k] and tl.host_after[k] == 2 * US
+    assert replayed_wall(tl, Fix("faster copy", durations={up: 10 * US})) == replayed_wall(tl) - 90 * US, \
+        "the host waited for the copy: a faster one saves the host's time too"
+    assert tl.settles[up] and tl.settle_wait[k] == -1 and tl.settle_wait[free] == 100 * US
+    assert tl.settle_wait[after] == -1, "waited for once"
 
 
 def test_another_processs_sync_does_not_bound_when_a_copy_was_issued() -> None:
