@@ -44,7 +44,10 @@ NUMERIC_FUNCTIONS = frozenset({"builtins.max", "builtins.min", "builtins.abs", "
                                "math.sqrt", "math.log", "math.exp", "numpy.sum", "numpy.mean", "numpy.asarray",
                                "numpy.array", "numpy.float32", "numpy.float64", "numpy.max", "numpy.min",
                                "math.isfinite", "math.isnan", "math.isinf", "numpy.isfinite", "numpy.isnan",
-                               "numpy.isinf"})
+                               "numpy.isinf", "numpy.logical_and", "numpy.logical_or", "numpy.maximum",
+                               "numpy.minimum", "numpy.add"})
+# Functions that fold a new value into a running one: `best = max(best, acc)`, `ok = np.logical_and(g, ok)`.
+ACCUMULATING = frozenset({"max", "min", "maximum", "minimum", "fmax", "fmin", "logical_and", "logical_or", "add"})
 # Calls that end the program: a branch that ends in one runs at most once.
 EXITS = frozenset({"sys.exit", "builtins.exit", "builtins.quit", "os._exit", "os.abort"})
 CONTROL_FUNCTIONS = frozenset({"builtins.range", "builtins.slice"})
@@ -189,8 +192,9 @@ def aborts(body: cst.BaseSuite, qualify) -> bool:  # type: ignore[no-untyped-def
 
 
 def _is_target(statement: cst.CSTNode, name: cst.Name) -> bool:
-    if isinstance(statement, cst.Assign):
-        return any(t.target is name for t in statement.targets)
+    if isinstance(statement, cst.Assign):  # `a = ...`, `a, b = ...`
+        return any(t.target is name or isinstance(t.target, (cst.Tuple, cst.List)) and any(
+            e.value is name for e in t.target.elements) for t in statement.targets)
     if isinstance(statement, (cst.AnnAssign, cst.AugAssign)):
         return statement.target is name
     return False
@@ -202,11 +206,17 @@ def _string_key(target: cst.Subscript) -> bool:
 
 
 def _accumulates(node: cst.Assign | cst.AnnAssign) -> bool:
-    """`total = total + x` (or `x + total`): the name on the left is added to."""
+    """`total = total + x` (or `x + total`), `best = max(best, x)`: the name on the left is added to or kept."""
     target = node.targets[0].target if isinstance(node, cst.Assign) and len(node.targets) == 1 else (
         node.target if isinstance(node, cst.AnnAssign) else None)
     value = node.value
-    if not isinstance(target, cst.Name) or not isinstance(value, cst.BinaryOperation) or not isinstance(
-            value.operator, (cst.Add, cst.Subtract)):
+    if not isinstance(target, cst.Name):
+        return False
+    if isinstance(value, cst.Call):  # `best = max(best, acc)`, `ok = np.logical_and(flag, ok)`
+        func = value.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        return name in ACCUMULATING and any(
+            isinstance(a.value, cst.Name) and a.value.value == target.value for a in value.args)
+    if not isinstance(value, cst.BinaryOperation) or not isinstance(value.operator, (cst.Add, cst.Subtract)):
         return False
     return any(isinstance(side, cst.Name) and side.value == target.value for side in (value.left, value.right))
