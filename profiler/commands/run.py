@@ -135,8 +135,38 @@ def _save_job(run: Run, output: Path, started_ns: int) -> list[str]:
     if len(found) < own.world_size:
         return [f"rank {own.rank} of {own.world_size} wrote {mine}; the job's trace {output} is written by the "
                 "last rank to finish"]
-    save_trace(merge_ranks(list(found.values())), output)
+    with _merge_lock(output):  # ranks that finish together may both find every part: one merges
+        try:
+            merged = output.stat().st_mtime_ns >= started_ns
+        except OSError:
+            merged = False
+        if merged:
+            return [f"rank {own.rank} of {own.world_size} wrote {mine}; another rank finishing with it wrote "
+                    f"the job's trace {output}"]
+        save_trace(merge_ranks(list(found.values())), output)
     return [f"rank {own.rank} of {own.world_size} wrote {mine} and, the last to finish, the job's trace {output}"]
+
+
+@contextmanager
+def _merge_lock(output: Path) -> Iterator[None]:
+    """An exclusive lock, for this machine, on merging into `output` (a lock file in the temporary folder).
+
+    The kernel drops the lock with the process, so a killed rank leaves
+    nothing stale; the file is named by the output's resolved path and
+    left in place (a waiting rank holds it open).
+    """
+    import fcntl
+    import hashlib
+    import tempfile
+
+    key = hashlib.sha1(str(output.resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:20]
+    path = Path(tempfile.gettempdir()) / f"offload-prof-merge-{key}.lock"
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _run_here(args: argparse.Namespace, target: Target, output: Path) -> int:

@@ -303,6 +303,23 @@ def test_torchrun_starting_a_profiler_per_rank(tmp_path: Path) -> None:
     assert sum(collectives_per_rank(merged).values()) == 4
 
 
+def test_two_ranks_finishing_together_merge_the_job_once(job: Path, tmp_path: Path) -> None:
+    """Ranks that each find every part written (they finished together) must not both merge the job."""
+    import time
+
+    from profiler.commands.run import _save_job
+
+    started = time.time_ns() - 1_000_000_000
+    ranks = [Run.load(job / f"job.rank{r}.json") for r in (0, 1)]
+    output = tmp_path / "out" / "job.json"
+    output.parent.mkdir()
+    lines = [_save_job(run, output, started) for run in ranks] + [_save_job(ranks[0], output, started)]
+    said = [line for each in lines for line in each]
+    assert sum("the last to finish, the job's trace" in line for line in said) == 1, said
+    assert sum("another rank finishing with it wrote the job's trace" in line for line in said) == 1, said
+    assert launches_per_rank(Run.load(output)) == {0: 3, 1: 6}
+
+
 def test_merge_joins_the_ranks_traces_and_refuses_what_is_no_rank_of_the_job(job: Path, tmp_path: Path) -> None:
     ranks = [str(job / "job.rank0.json"), str(job / "job.rank1.json")]
     proc = prof("merge", *ranks, "-o", "merged/job.json", cwd=tmp_path)
