@@ -100,7 +100,7 @@ def _save_job(run: Run, output: Path, started_ns: int) -> list[str]:
     traces into `output`: it is the first to find them all written
     (renamed into place whole) by processes of its job since it started.
     """
-    from ..sources.ranks import merge_ranks
+    from ..sources.ranks import merge_lock, merge_ranks
     from ..trace.job import job_of
     from ..trace.model import Run
     from ..trace.tracefile import rank_path
@@ -135,7 +135,7 @@ def _save_job(run: Run, output: Path, started_ns: int) -> list[str]:
     if len(found) < own.world_size:
         return [f"rank {own.rank} of {own.world_size} wrote {mine}; the job's trace {output} is written by the "
                 "last rank to finish"]
-    with _merge_lock(output):  # ranks that finish together may both find every part: one merges
+    with merge_lock(output):  # ranks that finish together may both find every part: one merges
         try:
             merged = output.stat().st_mtime_ns >= started_ns
         except OSError:
@@ -146,27 +146,6 @@ def _save_job(run: Run, output: Path, started_ns: int) -> list[str]:
         save_trace(merge_ranks(list(found.values())), output)
     return [f"rank {own.rank} of {own.world_size} wrote {mine} and, the last to finish, the job's trace {output}"]
 
-
-@contextmanager
-def _merge_lock(output: Path) -> Iterator[None]:
-    """An exclusive lock, for this machine, on merging into `output` (a lock file in the temporary folder).
-
-    The kernel drops the lock with the process, so a killed rank leaves
-    nothing stale; the file is named by the output's resolved path and
-    left in place (a waiting rank holds it open).
-    """
-    import fcntl
-    import hashlib
-    import tempfile
-
-    key = hashlib.sha1(str(output.resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:20]
-    path = Path(tempfile.gettempdir()) / f"offload-prof-merge-{key}.lock"
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _run_here(args: argparse.Namespace, target: Target, output: Path) -> int:

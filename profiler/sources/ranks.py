@@ -17,11 +17,16 @@ traces is `profiler.trace.job.merge_ranks`).
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import heapq
 import os
 import sys
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
 from datetime import datetime, timezone
-from typing import Mapping, Sequence
+from typing import Iterator, Mapping, Sequence
 
 from ..trace.model import Run
 from ..trace.records import Process, Rank, Record
@@ -147,3 +152,21 @@ def _epoch_ns(started_at: str) -> int:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     return int(moment.timestamp() * 1_000_000) * 1000
+
+
+@contextmanager
+def merge_lock(output: Path) -> Iterator[None]:
+    """An exclusive lock, for this machine, on merging into `output` (a lock file in the temporary folder).
+
+    The kernel drops the lock with the process, so a killed rank leaves
+    nothing stale; the file is named by the output's resolved path and
+    left in place (a waiting rank holds it open).
+    """
+    key = hashlib.sha1(str(output.resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:20]
+    path = Path(tempfile.gettempdir()) / f"offload-prof-merge-{key}.lock"
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
