@@ -276,7 +276,7 @@ def test_torchruns_console_script_and_a_failing_rank(tmp_path: Path) -> None:
     proc = prof("run", "-o", "job.json", "--", str(torchrun), "--standalone", "--nproc-per-node", "2", "metric.py",
                 cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr
-    assert "metric.py FAILED" in proc.stderr and "exitcode  : 3" in proc.stderr
+    assert "metric.py FAILED" in proc.stderr and "exitcode  : 3" in proc.stderr, proc.stderr[-4000:]
     run = Run.load(tmp_path / "job.json")
     assert run.meta.exit_code == 1
     line = next(n for n, text in enumerate(TORCH_ONLY.splitlines(), 1) if text.endswith("# the metric line"))
