@@ -318,6 +318,13 @@ class DeviceValues:
                 return lib
         return None
 
+    def _module_name(self, name: str, value: Any) -> str | None:
+        """"cupy" for `xp = ndi.module()`, `ncp = get_module(backend)`: an array-agnostic library's array module
+        (a name or attribute bound to anything but a module it imports, such as `xp = np`)."""
+        if name in ARRAY_MODULE_NAMES and not (isinstance(value, cst.BaseExpression) and self.names.qualify(value)):
+            return "cupy"
+        return None
+
     def _self_attribute(self, expr: cst.Attribute, scope: Scope) -> str | None:
         """What the methods of `scope`'s class store in `self.<attr>` (`expr` is `self.<attr>`), else None."""
         if not self.idx.self_stores:
@@ -386,8 +393,7 @@ class DeviceValues:
                     old_attr = self._attrs.get(key)
                     if old_attr is not None and not old_attr.endswith(MAYBE):
                         continue
-                    found = "cupy" if attr in ARRAY_MODULE_NAMES and not self.names.qualify(value) \
-                        else self.taint(value, method)  # `self.ncp = get_module(backend)`: see _binding_taint
+                    found = self._module_name(attr, value) or self.taint(value, method)  # `self.ncp = ...`
                     best = found if found is not None and not found.endswith(MAYBE) else old_attr  # surely only
                     if best != old_attr and best is not None:
                         self._attrs[key] = best
@@ -400,9 +406,8 @@ class DeviceValues:
             self.calls.forget()
 
     def _binding_taint(self, name: str, how: Binding, value: Any, scope: Scope) -> str | None:
-        if how == "=" and name in ARRAY_MODULE_NAMES and not (
-                isinstance(value, cst.BaseExpression) and self.names.qualify(value)):
-            return "cupy"  # `xp = ndi.module()`, `ncp = get_module(backend)`: an array-agnostic library's array module
+        if how == "=" and self._module_name(name, value):
+            return "cupy"
         if how in ("=", "aug", "item", "moved") and isinstance(value, cst.BaseExpression):
             return self.taint(value, scope)
         if how in ("for", "unpack") and isinstance(value, Unpack):
