@@ -242,15 +242,20 @@ class LoopFacts:
         return any(other.parent is loop and other.kind != "comp" and not few(other) for other in loops)
 
     def amortised(self, call: IndexedCall, loop: Loop, loops: list[Loop]) -> bool:
-        """A sync once per outer iteration: the loop runs inner loops and does no device work of its own.
+        """A sync once per outer iteration: the loop runs inner loops and does no device work of its own,
+        or an inner loop steps an optimizer or an environment (each inner iteration is a whole step).
 
         `for epoch ...: for batch ...: step(); print(loss.item())` syncs once per
         epoch, after thousands of steps. A step loop with a short inner loop
         (`for p in model.parameters(): ...`) still does its forward and backward
-        directly: its syncs are per step.
+        directly: its syncs are per step, and so does a step loop whose inner
+        loop accumulates gradients (`optimizer.step()` stays in the outer loop).
         """
         if not self.nests_loops(loop, loops):
             return False
+        if any(other.loop is not None and other.loop is not loop and self._counted_inside(other.loop, loop)
+               and steps_an_optimizer(other.node) for other in loop.calls):
+            return True  # PPO's iteration: a rollout of env steps, then epochs of minibatch steps
         statement = call.small
         for other in loop.calls:
             if other.loop is not loop or other is call or (statement is not None and other.small is statement):
@@ -258,6 +263,16 @@ class LoopFacts:
             if self.calls.classify(other.node, other.scope) is not None or self.calls.values.produces_device_value(other):
                 return False
         return True
+
+    @staticmethod
+    def _counted_inside(inner: Loop, outer: Loop) -> bool:
+        """Is `inner` a loop of its own (no comprehension, no short literal loop) nested in `outer`?"""
+        if inner.kind == "comp" or few(inner):
+            return False
+        node = inner.parent
+        while node is not None and node is not outer:
+            node = node.parent
+        return node is outer
 
     def invariant_in(self, call: IndexedCall, loop: Loop) -> bool:
         """Nothing the call reads (receiver, arguments, enclosing device/stream contexts) changes in `loop`.
@@ -280,6 +295,24 @@ class LoopFacts:
                 if event.kind == "call" and not self.pure_call(event.extra):
                     return False
         return True
+
+
+OPTIMIZER = re.compile(r"optim|^opt$|_opt$|scaler", re.I)
+ENVIRONMENT = re.compile(r"env", re.I)
+
+
+def steps_an_optimizer(call: cst.Call) -> bool:
+    """A whole step of work per call: `optimizer.step()`, `self.q_optimizer.step()`, `scaler.step(opt)`, flax's
+    `state.apply_gradients(...)`, or an environment's step (`envs.step(actions)`: a rollout)."""
+    func = call.func
+    if not isinstance(func, cst.Attribute):
+        return False
+    if func.attr.value == "apply_gradients":
+        return True
+    receiver = func.value
+    name = receiver.attr.value if isinstance(receiver, cst.Attribute) else (
+        receiver.value if isinstance(receiver, cst.Name) else "")
+    return func.attr.value == "step" and bool(OPTIMIZER.search(name) or ENVIRONMENT.search(name))
 
 
 def _helper_says_when(test: cst.BaseExpression) -> bool:

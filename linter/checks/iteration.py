@@ -15,6 +15,8 @@ place of iteration.
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 
 import libcst as cst
@@ -65,3 +67,30 @@ def iteration_of(file: CheckedFile, where: IndexedCall | IndexedNode, functions:
     while scope.kind == "lambda" and scope.parent is not None:
         scope = scope.parent
     return Iteration(None, hot, scope)
+
+
+RANKS = re.compile(r"world_size|num_gpus|n_gpus|ngpus|nprocs|num_processes|num_ranks|n_ranks")
+
+
+def over_ranks(file: CheckedFile, loop: Loop) -> bool:
+    """Does the loop walk the processes of a job (`range(world_size)`, or a list built over it)?
+
+    `[int(s.item()) for s in sizes]` after `all_gather` reads one number per
+    rank: a handful, once per gather, the set-up of a collective rather than
+    per-step work.
+    """
+    node = loop.node
+    source = node.iter if isinstance(node, (cst.For, cst.CompFor)) else None
+    if isinstance(source, cst.Name):
+        return any(how == "=" and isinstance(v, cst.ListComp) and _range_of_ranks(v.for_in.iter)
+                   for how, v in file.sem.names.assignments(source.value, loop.scope))
+    return source is not None and _range_of_ranks(source)
+
+
+def _range_of_ranks(source: cst.BaseExpression) -> bool:
+    if not (isinstance(source, cst.Call) and isinstance(source.func, cst.Name) and source.func.value == "range"
+            and source.args):
+        return False
+    bound = source.args[-1].value if len(source.args) == 1 else source.args[1].value
+    text = bound.attr.value if isinstance(bound, cst.Attribute) else bound.value if isinstance(bound, cst.Name) else ""
+    return bool(RANKS.search(text))

@@ -39,12 +39,10 @@ from ..analysis.scopes import IndexedCall, Loop, Scope, Unpack
 from ..analysis.uses import UseFinder, aborts, path_to
 from .branches import CHECK_ADVICE
 from .file import CheckedFile
-from .iteration import Iteration, iteration_of
+from .iteration import Iteration, iteration_of, over_ranks
 from .registry import check
 
 # Names of a job's process count: a loop over `range(world_size)` walks ranks.
-RANKS = re.compile(r"world_size|num_gpus|n_gpus|ngpus|nprocs|num_processes|num_ranks|n_ranks")
-
 TIMERS = frozenset({
     "time.time", "time.perf_counter", "time.monotonic", "time.process_time", "time.perf_counter_ns", "time.time_ns",
     "time.monotonic_ns", "timeit.default_timer", "cupy.cuda.get_elapsed_time", "cupyx.profiler.benchmark",
@@ -118,30 +116,6 @@ def _read(file: CheckedFile, call: IndexedCall, conversions: frozenset[str]) -> 
     return f"{name}() of a {lib} array", value
 
 
-def _over_ranks(file: CheckedFile, loop: Loop) -> bool:
-    """Does the loop walk the processes of a job (`range(world_size)`, or a list built over it)?
-
-    `[int(s.item()) for s in sizes]` after `all_gather` reads one number per
-    rank: a handful, once per gather, the set-up of a collective rather than
-    per-step work.
-    """
-    node = loop.node
-    source = node.iter if isinstance(node, (cst.For, cst.CompFor)) else None
-    if isinstance(source, cst.Name):
-        return any(how == "=" and isinstance(v, cst.ListComp) and _range_of_ranks(v.for_in.iter)
-                   for how, v in file.sem.names.assignments(source.value, loop.scope))
-    return source is not None and _range_of_ranks(source)
-
-
-def _range_of_ranks(source: cst.BaseExpression) -> bool:
-    if not (isinstance(source, cst.Call) and isinstance(source.func, cst.Name) and source.func.value == "range"
-            and source.args):
-        return False
-    bound = source.args[-1].value if len(source.args) == 1 else source.args[1].value
-    text = bound.attr.value if isinstance(bound, cst.Attribute) else bound.value if isinstance(bound, cst.Name) else ""
-    return bool(RANKS.search(text))
-
-
 def _scalar(call: IndexedCall) -> bool:
     """Is the read one number (`.item()`, `float(x)`), not a whole array's values (`.tolist()`)?
 
@@ -179,6 +153,8 @@ def _metric_download(file: CheckedFile, call: IndexedCall, it: Iteration, api: s
     """
     if not file.enabled("OFF301") or (it.loop is not None and file.sem.loops.rare_branch(call, it.loop)):
         return False
+    if it.loop is not None and file.sem.loops.amortised(call, it.loop, file.index.loops):
+        return False  # once per outer iteration, around inner loops of whole steps
     statement = call.small or (call.stmts[-1] if call.stmts else None)
     if statement is None:
         return False
@@ -282,7 +258,7 @@ def _judge_read(file: CheckedFile, call: IndexedCall, loop: Loop, api: str, valu
                 in_step: bool = False) -> None:
     """A read in a loop; `in_step`: the loop is in a function a step runs, where tensors live on the device."""
     sem = file.sem
-    if sem.loops.rare_branch(call, loop) or _over_ranks(file, loop):
+    if sem.loops.rare_branch(call, loop) or over_ranks(file, loop):
         return
     element = _element_source(file, call, loop, value, in_step)
     if element is not None:

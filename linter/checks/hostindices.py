@@ -1,0 +1,135 @@
+"""Index arrays made on the host for a device array, per iteration: OFF105 and OFF107.
+
+`q[torch.arange(n), actions]` in a step loop builds the index on the host
+and copies it to the device before it can index, every step: made there
+(`torch.arange(n, device=q.device)`) it costs no copy. A minibatch loop
+that indexes device buffers with a NumPy index array (`b_obs[mb_inds]`,
+`mb_inds` a slice of a NumPy permutation shuffled each epoch) uploads the
+index with a blocking copy on every minibatch; a permutation drawn on the
+device (`torch.randperm(n, device=...)`) leaves the indices where the
+buffers are. One finding per index and loop: the first subscript that
+uses it (the other subscripts of the same index are the same fix).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..analysis.parameters import root_name
+from ..analysis.scopes import IndexedNode
+from .devicevalues import device_lib, short
+from .file import CheckedFile
+from .iteration import Iteration, iteration_of
+from .registry import check
+
+# torch's creators of index tensors, and those of them that draw random numbers
+TORCH_INDEX_CREATORS = frozenset({"torch.arange", "torch.tensor", "torch.as_tensor", "torch.LongTensor",
+                                  "torch.randperm", "torch.randint"})
+TORCH_RANDOM = frozenset({"torch.randperm", "torch.randint"})
+# NumPy calls that shuffle an index array in place or draw one
+NUMPY_SHUFFLES = frozenset({"numpy.random.shuffle", "numpy.random.permutation", "numpy.random.choice",
+                            "numpy.random.randint"})
+REPLACEMENT = {"torch": "torch.randperm(n, device=...) (sliced per minibatch)",
+               "cupy": "cupy.random.permutation(n) (sliced per minibatch)"}
+
+
+@check("OFF105", "OFF107")
+def host_indices(file: CheckedFile) -> None:
+    said: set[tuple[int, str]] = set()
+    for sub in file.index.subscripts:
+        node = sub.node
+        if sub.loop is None or not isinstance(node, cst.Subscript):
+            continue
+        it = iteration_of(file, sub, functions=False)
+        if it is None or it.loop is None or it.loop.kind == "comp":
+            continue
+        lib = None
+        for element in node.slice:
+            if not isinstance(element.slice, cst.Index):
+                continue
+            index = element.slice.value
+            found = _host_made(file, index, sub)
+            if found is None:
+                continue
+            lib = lib or device_lib(file, node.value, sub.scope, it)
+            if lib not in REPLACEMENT:
+                break
+            key = (id(it.loop), file.code(index))
+            if key in said or file.sem.loops.periodic(sub.conds) or file.sem.loops.rare_conds(sub.conds, it.loop):
+                continue
+            said.add(key)
+            _report(file, node, index, found, lib, it)
+
+
+def _report(file: CheckedFile, node: cst.Subscript, index: cst.BaseExpression, found: tuple[str, str], lib: str,
+            it: Iteration) -> None:
+    code, creator = found
+    api = f"indexing `{short(file, node.value)}` with `{short(file, index)}`"
+    if code == "OFF105":
+        if file.enabled("OFF105"):
+            file.report("OFF105", index, api=api, creator=creator,
+                        replacement=f"{creator}(..., device={short(file, node.value)}.device)")
+    elif file.enabled("OFF107"):
+        file.report("OFF107", index, api=api, draw=creator, replacement=REPLACEMENT[lib])
+
+
+def _host_made(file: CheckedFile, index: cst.BaseExpression, sub: IndexedNode) -> tuple[str, str] | None:
+    """(rule, creator) when the index is made on the host: a torch creator without a device, or a NumPy array
+    shuffled or drawn at random (through names and slices of them)."""
+    sem = file.sem
+    if isinstance(index, cst.Call):
+        qualname = sem.names.qualify(index.func) or ""
+        if qualname in TORCH_INDEX_CREATORS and not any(a.keyword is not None and a.keyword.value == "device"
+                                                        for a in index.args):
+            return ("OFF107" if qualname in TORCH_RANDOM else "OFF105"), qualname
+        return None
+    name = root_name(index)
+    if name is None or (index is not name and not _sliced(index)):
+        return None
+    return _numpy_random(file, name.value, sub, depth=0)
+
+
+def _sliced(index: cst.BaseExpression) -> bool:
+    """`b_inds[start:end]`: a slice of an array (not an element, not an attribute)."""
+    return isinstance(index, cst.Subscript) and all(isinstance(e.slice, cst.Slice) for e in index.slice)
+
+
+def _numpy_random(file: CheckedFile, name: str, sub: IndexedNode, depth: int) -> tuple[str, str] | None:
+    """Is `name` a NumPy index array drawn at random: `np.random.permutation(n)`, or shuffled by
+    `np.random.shuffle(name)` in this scope (and names bound to slices of those)?"""
+    if depth > 3:
+        return None
+    sem = file.sem
+    bindings = [value for how, value in sem.names.assignments(name, sub.scope) if how == "="]
+    if not bindings:
+        return None
+    creator = None
+    for value in bindings:
+        if isinstance(value, cst.Subscript) and _sliced(value) and isinstance(value.value, cst.Name):
+            found = _numpy_random(file, value.value.value, sub, depth + 1)
+            if found is None:
+                return None
+            creator = found[1]
+            continue
+        if not isinstance(value, cst.Call):
+            return None
+        qualname = sem.names.qualify(value.func) or ""
+        if qualname in NUMPY_SHUFFLES:
+            creator = qualname
+        elif qualname.startswith("numpy.") and _shuffler(file, name, sub) is not None:
+            creator = "numpy.random.shuffle"
+        else:
+            return None
+    return ("OFF107", creator) if creator is not None else None
+
+
+def _shuffler(file: CheckedFile, name: str, sub: IndexedNode) -> str | None:
+    """The call that shuffles `name` in place in its scope (`np.random.shuffle(b_inds)`), if any."""
+    for call in file.index.calls:
+        if call.scope is not sub.scope or not call.node.args:
+            continue
+        first = call.node.args[0].value
+        if isinstance(first, cst.Name) and first.value == name and \
+                file.sem.names.qualify(call.node.func) == "numpy.random.shuffle":
+            return "numpy.random.shuffle"
+    return None
