@@ -5,6 +5,8 @@ are one check. A copy inside a loop is OFF101 when it is loop-invariant
 (nothing it reads, including its destination and any `with` context opened
 inside the loop, changes in the loop: hoisting it is always right) and
 OFF106 otherwise (per-iteration data, usually necessary, so off by default).
+OFF105 is said where the upload can repeat: not in a script's start-up
+(under `if __name__ == "__main__":`, outside loops), which runs once.
 
 One cost, one finding: a copy of a host-built array in a loop is OFF105
 alone, whose fix (create it on the device) removes the copy that OFF101
@@ -41,7 +43,8 @@ def transfers(file: CheckedFile) -> None:
         if use is None or use.kind not in ("h2d", "d2h"):
             continue
         if use.kind == "h2d":
-            if creators and file.enabled("OFF105") and _host_alloc(file, call, use, creators):
+            if (creators and file.enabled("OFF105") and not _start_up(file, call)
+                    and _host_alloc(file, call, use, creators)):
                 continue
             if file.enabled("OFF107") and _host_random(file, call, use):
                 continue
@@ -83,6 +86,34 @@ def _collected(call: IndexedCall) -> bool:
         if not isinstance(node, (cst.Tuple, cst.List, cst.Element)):
             return False
     return False
+
+
+def _start_up(file: CheckedFile, call: IndexedCall) -> bool:
+    """Is the call a script's start-up: under `if __name__ == "__main__":`, outside any loop, run once per process?
+
+    A rollout buffer made with `torch.zeros(...).to(device)` there costs a
+    host fill and one copy, once, in a run of hours: creating it on the
+    device is tidier but saves nothing anyone would measure. A function
+    may be called every step, so one is judged.
+    """
+    if call.loop is not None or call.scope.kind != "module":
+        return False
+    line = file.line(call.node)
+    return any(first <= line <= last for first, last in _main_blocks(file))
+
+
+def _main_blocks(file: CheckedFile) -> list[tuple[int, int]]:
+    """The line spans of the module's `if __name__ == "__main__":` blocks."""
+    spans = []
+    for stmt in file.module.body:
+        if isinstance(stmt, cst.If) and isinstance(stmt.test, cst.Comparison) and \
+                isinstance(stmt.test.left, cst.Name) and stmt.test.left.value == "__name__" and \
+                len(stmt.test.comparisons) == 1 and isinstance(stmt.test.comparisons[0].operator, cst.Equal) and \
+                isinstance(stmt.test.comparisons[0].comparator, cst.SimpleString) and \
+                stmt.test.comparisons[0].comparator.evaluated_value == "__main__":
+            where = file.range(stmt.body)
+            spans.append((where.start.line, where.end.line))
+    return spans
 
 
 # Numba has no device-side zeros, ones, full or arange: only an uninitialised array

@@ -24,7 +24,7 @@ GOLDEN = {
     # before file: (rule, unsafe fixes allowed, lines still reported afterwards)
     "off101_hoist": ("OFF101", True, []),
     "off102_region": ("OFF102", True, []),
-    "off105_device": ("OFF105", False, [10]),  # np.arange: only an unsafe fix
+    "off105_device": ("OFF105", False, [13]),  # np.arange: only an unsafe fix
 }
 
 

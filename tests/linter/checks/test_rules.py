@@ -102,19 +102,32 @@ SAFE_CASES: list[tuple[str, str]] = [
 import cupy as cp
 import numpy as np
 
-a = cp.asarray(np.ones((3, 4), dtype=np.int32))
-b = cp.asarray(np.full((2, 5), 7.5, dtype=np.float32))
-c = cp.asarray(np.eye(4))
-d = cp.asarray(np.identity(3, dtype=np.int64))
-e = cp.asarray(np.empty(6))
+
+def build():
+    a = cp.asarray(np.ones((3, 4), dtype=np.int32))
+    b = cp.asarray(np.full((2, 5), 7.5, dtype=np.float32))
+    c = cp.asarray(np.eye(4))
+    d = cp.asarray(np.identity(3, dtype=np.int64))
+    e = cp.asarray(np.empty(6))
+    return a, b, c, d, e
+
+
+a, b, c, d, e = build()
 """),
     ("OFF105", """\
 import torch
 
 dev = "cuda"
-a = torch.ones(3, 2).to(dev)
-b = torch.zeros(5, dtype=torch.float64).to(device="cuda")
-c = torch.empty(2, 2).cuda()
+
+
+def build():
+    a = torch.ones(3, 2).to(dev)
+    b = torch.zeros(5, dtype=torch.float64).to(device="cuda")
+    c = torch.empty(2, 2).cuda()
+    return a, b, c
+
+
+a, b, c = build()
 """),
 ]
 
