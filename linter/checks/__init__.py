@@ -2,5 +2,6 @@
 
 from __future__ import annotations
 
-from . import branches, collectives, flow, indexing, kernel_bodies, launches, loaders, syncs, transfers  # noqa: F401
+from . import (branches, collectives, flow, hostindices, indexing, kernel_bodies, launches, loaders, syncs,  # noqa: F401
+               transfers)
 # (importing a check module registers its checks)
