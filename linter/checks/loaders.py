@@ -9,8 +9,10 @@ the loader is bound to a name, and a `for` loop iterates that name
 (directly, or through `enumerate`, `tqdm`, `zip`, `iter`), either in the
 same scope or in a function of the file that receives the loader as an
 argument; inside the loop the batch (the loop target) is copied to the
-device. A loader whose `pin_memory` is an expression (a flag) or that is
-built with `**kwargs` is the user's choice and is not reported. A pinned
+device, or the loop iterates the DataLoader call itself. A loader whose
+`pin_memory` is an expression (a flag) or that is built with `**kwargs`
+of unknown content is the user's choice and is not reported; a dict made in
+the same scope with literal keys (`kw = dict(pin_memory=True)`) is read. A pinned
 loader whose batches are copied with a plain `.to(device)` is reported at
 the copy: PyTorch then still waits for the copy (a stream synchronisation
 per batch), which `non_blocking=True` removes.
@@ -35,12 +37,13 @@ def loader_copies(file: CheckedFile) -> None:
         qualname = sem.names.qualify(call.node.func) or ""
         if not (qualname.startswith("torch.") and qualname.endswith(".DataLoader")):
             continue
-        pinned = _pinned(call.node)
+        pinned = _pinned(file, call)
         name = _bound_name(call)
-        if pinned is None or name is None:
+        if pinned is None:
             continue
         for loop in file.index.loops:
-            if loop.kind != "for" or not _consumes(file, loop, name, call.scope):
+            if loop.kind != "for" or not (_iterates_the_call(loop, call) if name is None
+                                          else _consumes(file, loop, name, call.scope)):
                 continue
             copies = _batch_copies(file, loop)
             if not copies:
@@ -58,16 +61,75 @@ def loader_copies(file: CheckedFile) -> None:
             break
 
 
-def _pinned(call: cst.Call) -> bool | None:
-    """True/False for a literal `pin_memory=`, False when absent, None when an expression or **kwargs decides."""
-    for arg in call.args:
+def _pinned(file: CheckedFile, call: IndexedCall) -> bool | None:
+    """True/False for a literal `pin_memory=` (also in a `**kwargs` dict made in the scope with literal keys),
+    False when absent, None when an expression or an unknown `**kwargs` decides."""
+    for arg in call.node.args:
         if arg.star == "**":
-            return None
+            known = _dict_pin(file, arg.value, call.scope)
+            if known is None or known:
+                return known
+            continue
         if arg.keyword is not None and arg.keyword.value == "pin_memory":
-            if isinstance(arg.value, cst.Name) and arg.value.value in ("True", "False"):
-                return arg.value.value == "True"
-            return None
+            return _literal_bool(arg.value)
     return False
+
+
+def _literal_bool(value: cst.BaseExpression) -> bool | None:
+    if isinstance(value, cst.Name) and value.value in ("True", "False"):
+        return value.value == "True"
+    return None
+
+
+def _dict_pin(file: CheckedFile, value: cst.BaseExpression, scope: Scope) -> bool | None:
+    """`**kw` with `kw = dict(pin_memory=True, num_workers=3)` (or a literal dict of string keys) bound once in
+    the scope: what it says of pin_memory (False when it does not name it); None when unknown."""
+    if not isinstance(value, cst.Name):
+        return None
+    bindings = [(how, v) for how, v in file.sem.names.assignments(value.value, scope)
+                if not (how == "param" and isinstance(v, cst.Param) and isinstance(v.default, cst.Name)
+                        and v.default.value == "None")]  # `kw=None` then `if kw is None: kw = dict(...)`
+    if len(bindings) != 1 or bindings[0][0] != "=" or _mutated(file, value.value, scope):
+        return None
+    made = bindings[0][1]
+    if isinstance(made, cst.Call) and isinstance(made.func, cst.Name) and made.func.value == "dict":
+        if any(a.star for a in made.args):
+            return None
+        for a in made.args:
+            if a.keyword is not None and a.keyword.value == "pin_memory":
+                return _literal_bool(a.value)
+        return False
+    if isinstance(made, cst.Dict):
+        for element in made.elements:
+            if not isinstance(element, cst.DictElement) or not isinstance(element.key, cst.SimpleString):
+                return None
+            if element.key.evaluated_value == "pin_memory":
+                return _literal_bool(element.value)
+        return False
+    return None
+
+
+def _mutated(file: CheckedFile, name: str, scope: Scope) -> bool:
+    """`kw.update(cuda_kwargs)`, `kw["pin_memory"] = flag`: the dict changes after it is made."""
+    for call in file.index.calls:
+        func = call.node.func
+        if call.scope is scope and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and \
+                func.value.value == name and func.attr.value in ("update", "setdefault", "__setitem__", "pop"):
+            return True
+    return any(sub.store and sub.scope is scope and isinstance(sub.node, cst.Subscript) and
+               isinstance(sub.node.value, cst.Name) and sub.node.value.value == name for sub in file.index.subscripts)
+
+
+def _iterates_the_call(loop: Loop, call: IndexedCall) -> bool:
+    """`for images, labels in DataLoader(...)`: the loop iterates the loader itself (through wrappers)."""
+    node = loop.node.iter if isinstance(loop.node, cst.For) else None
+    while isinstance(node, cst.Call) and node is not call.node and isinstance(node.func, (cst.Name, cst.Attribute)) \
+            and node.args:
+        func = node.func.value if isinstance(node.func, cst.Name) else node.func.attr.value
+        if func not in WRAPPERS:
+            return False
+        node = node.args[0].value
+    return node is call.node and loop.scope is call.scope
 
 
 def _bound_name(call: IndexedCall) -> str | None:
