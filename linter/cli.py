@@ -101,9 +101,20 @@ def cmd_check(argv: Sequence[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """`offload-lint`: the exit status of the subcommand (`check` unless named); Ctrl-C ends the command with 130."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if interrupt.as_command():
-        interrupt.arm()
+    if not interrupt.as_command():
+        return _main(argv)
+    interrupt.arm()
+    try:
+        status = _main(argv)
+        interrupt.settle()
+    except KeyboardInterrupt:  # between the subcommand's return and `settle`
+        interrupt.finish()
+    return status
+
+
+def _main(argv: list[str]) -> int:
     try:
         if argv and argv[0] == "rules":
             return list_rules(argv[1:])
