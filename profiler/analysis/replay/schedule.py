@@ -11,7 +11,8 @@ preparing the dropped operation, so that part of a saving is left out);
 its successors on the stream then follow its predecessor.
 
 The saving of a fix is `replayed_wall(original) - replayed_wall(fixed)`,
-both replayed without the recording's own cost (`Timeline.recording`):
+both replayed without the recording's own cost (`Timeline.recording`,
+and `Timeline.cost_recording` within a sync's span):
 what the unrecorded program would save. Both replays make the same
 assumptions, so what the assumptions get wrong mostly cancels. `replay`
 keeps the recording's cost, so that replaying the original gives back
@@ -158,7 +159,7 @@ def _replay_range(t: Timeline, fix: Fix, starts: list[int] | None, ends: list[in
     role, duration, gap, offset = t.role, t.duration, t.gap, t.offset
     device_gap, lane, stream, blocking = t.device_gap, t.lane, t.stream, t.blocking
     waits, cost, joined, recording = t.waits, t.cost, t.joined, t.recording
-    settles, settle_wait = t.settles, t.settle_wait
+    settles, settle_wait, cost_recording = t.settles, t.settle_wait, t.cost_recording
     drop, durations, nonblocking, host_cut = fix.drop, fix.durations, fix.nonblocking, fix.host_cut
     for i in range(begin, stop):
         r = role[i]
@@ -199,7 +200,7 @@ def _replay_range(t: Timeline, fix: Fix, starts: list[int] | None, ends: list[in
             for k in waits[i]:
                 if stream_end[k] > ready:
                     ready = stream_end[k]
-            e = f = ready + cost[i]
+            e = f = ready + cost[i] - (0 if recorded else cost_recording[i])
         if starts is not None and ends is not None:
             starts[i], ends[i] = s, e
     return f, pending

@@ -71,11 +71,23 @@ lists the assumptions:
   `cupti_launch_us`, `cupti_event_us` and `digest_gbps`), that much of
   the host's time around each record is the recording's (`recording`:
   before a record, or after one that held the host or was digested; what
-  a gap cannot hold is charged to the next ones). A fix is priced on the
-  program without it (`schedule.replayed_wall`): the saving is what the
-  unrecorded program would save, whether the recording's cost lay on the
-  critical path (a scalar read's callbacks while the device idles) or
-  not. Without the figures nothing is set aside, and a fix that removes
+  a gap cannot hold is charged to the next ones). CUPTI calls back where
+  the call is made: a copy's callbacks (and their walk of the Python
+  stack) run on its entry, before it, whether or not it then holds the
+  host (only its digest lies after it); a sync is timed from its entry
+  callback's return to its exit callback, so its span holds the callbacks
+  of the driver call nested in it (on an idle device a sync that costs a
+  fraction of a microsecond unrecorded spans 9-13 µs recorded, H100,
+  2026-12-06): its cost lies first in its own span beyond the wait
+  (`cost_recording`, taken off its `cost`), the rest after it. A fix that
+  drops the copy and the sync of a scalar read then takes their
+  recording's cost with it rather than counting it as saved (CuPy's
+  per-step `float(res)`, host-bound, was priced 67% high). A fix is
+  priced on the program without it (`schedule.replayed_wall`): the
+  saving is what the unrecorded program would save, whether the
+  recording's cost lay on the critical path (a scalar read's callbacks
+  while the device idles) or not. Without the figures nothing is set
+  aside, and a fix that removes
   many launches of a host-bound loop is over-priced by the recording's
   cost of each.
 
@@ -131,7 +143,8 @@ class Timeline:
     released `offset` ns (<= 0) from the host's position when it reaches
     them, no sooner than `device_gap` after their lane and stream were
     free; `blocking` ones hold the host until they end. WAIT records wait
-    for the streams in `waits`, then cost `cost` more. `end_cost` is what
+    for the streams in `waits`, then cost `cost` more (`cost_recording` of
+    it the recording's). `end_cost` is what
     the end of the run costs after the last record and the device are done.
     `lane_engine` gives each lane's engine (an index into `ENGINE_NAMES`).
     """
@@ -163,6 +176,9 @@ class Timeline:
     #: per record, -1, or: the host first waits for the settling uploads before it (after the recording's cost in
     #: its gap), and this much of the gap was that wait in the trace
     settle_wait: list[int]
+    #: per record, the part of a WAIT's `cost` that is the recording's own (a CUPTI sync's span holds the callbacks
+    #: of the driver call nested in it): a fix is priced without it, as without `recording`
+    cost_recording: list[int]
 
     def __len__(self) -> int:
         return len(self.role)
@@ -264,9 +280,9 @@ def _infer(roles: list[int], engines: list[int], starts: list[int], durations: l
            digests: list[int] | None = None, settles: list[bool] | None = None, same_call: list[bool] | None = None,
            launches: list[bool] | None = None) -> Timeline:
     """The inference of `Timeline.of`; `digests`: the digest part of each record's cost, where the rest of it is
-    the call's, spent as the call is made (CUPTI's callbacks), not where the digest lies; `settles`: uploads the
-    host waits for at the end of their call (`same_call`: records of the call of the record before them;
-    `launches`: kernel launches, after which a launch's own host-side record ends it)."""
+    the call's, spent as the call is made (CUPTI's callbacks; a sync's first within its own span), not where the
+    digest lies; `settles`: uploads the host waits for at the end of their call (`same_call`: records of the call
+    of the record before them; `launches`: kernel launches, after which a launch's own host-side record ends it)."""
     n = len(roles)
     settles = [False] * n if settles is None else list(settles)
     same_call = [False] * n if same_call is None else same_call
@@ -358,10 +374,12 @@ def _infer(roles: list[int], engines: list[int], starts: list[int], durations: l
     holds = [bool(b) and r == DEVICE for b, r in zip(blocking, roles)]
     when = [_placement(h or r == WAIT, d, e) for h, r, d, e in zip(holds, roles, digested, engines)]
     late = [0 if w == _BEFORE else c for w, c in zip(when, costs)]
-    if digests is not None:  # an asynchronous copy's callbacks ran at its call: only its digest lies later
-        late = [min(x, c) if w != _BEFORE and not (h or r == WAIT) else c
-                for w, h, r, c, x in zip(when, holds, roles, late, digests)]
-    early = [c - x for c, x in zip(costs, late)]
+    inside = [0] * n
+    if digests is not None:  # CUPTI: a copy's callbacks ran at its call, a sync's nested ones within its span
+        inside = [(c if c < k else k) if r == WAIT else 0 for r, c, k in zip(roles, costs, cost)]
+        late = [c - k if r == WAIT else (x if x < c else c) if w != _BEFORE else 0
+                for w, r, c, k, x in zip(when, roles, costs, inside, digests)]
+    early = [c - x - k for c, x, k in zip(costs, late, inside)]
     recording = _set_aside(gap, early, late, when, roles)
     settle_wait = [-1] * n
     for i, at in enumerate(settle_at):
@@ -371,7 +389,7 @@ def _infer(roles: list[int], engines: list[int], starts: list[int], durations: l
             settle_wait[i] = 0 if waited < 0 else room if waited > room else waited
     return Timeline(roles, list(durations), gap, offset, device_gap, lane, stream, holds, waits, cost, end_cost,
                     tuple(lane_engine), len(stream_end), wall_ns, host_after, queued, joined, recording, settles,
-                    settle_wait)
+                    settle_wait, inside)
 
 
 def _issued_by(roles: list[int], starts: list[int], processes: list[int]) -> list[int]:
@@ -423,8 +441,9 @@ def _set_aside(gap: list[int], early: list[int], late: list[int], when: list[int
     idle; an asynchronous download's bytes are final, and digested, only
     when the next sync returns (`_AFTER_WAIT`). `early` is the part of a
     record's cost that lies in its own gap whatever `when` says (a CUPTI
-    copy's callbacks, made as its call is: only the digest of an
-    asynchronous copy lies later), `late` the part `when` places.
+    copy's callbacks, made as its call is, blocking or not: only its
+    digest lies later), `late` the part `when` places; a CUPTI sync's cost
+    that its own span held (`Timeline.cost_recording`) is in neither.
     """
     out = [0] * len(gap)
     owed = waiting = 0

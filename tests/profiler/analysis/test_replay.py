@@ -315,7 +315,8 @@ def test_fixes_are_priced_on_the_program_without_the_recordings_cost() -> None:
 
 
 def test_the_recordings_cost_on_the_critical_path_is_not_a_saving() -> None:
-    """A scalar read whose callbacks cost 10 µs while the device idles: dropping its sync saves the rest only."""
+    """A scalar read whose callbacks cost 10 µs per record: the copy's are made at its call, while the kernel still
+    runs; the sync's lie within its span, after the wait, while the device idles. Dropping the sync saves the rest."""
     h = Hand(backend="cupti")
     for step in range(5):
         t = 200 * step
@@ -328,12 +329,37 @@ def test_the_recordings_cost_on_the_critical_path_is_not_a_saving() -> None:
         "the read was issued when its call began (the sync's start), not when the copy started after the kernel"
     syncs = [i for i, r in enumerate(run.records) if r.kind == "sync"]
     fix = drop_syncs(run, syncs[:-1])
-    # a step took 200 µs; 20 of them were the recording of the read's copy and sync, made when the wait ended
-    # (the exit callbacks), while the device idled; unrecorded and without the sync, the device runs the kernels
-    # back to back
-    assert tl.recording[3] == 20 * US
-    assert replayed_wall(tl) == (1_000 - 4 * 20) * US, "the last read's has no host work after it to be found in"
-    assert saving(tl, fix) == 4 * (200 - 20 - 100) * US
+    # a step took 200 µs; 10 of them were the recording of the sync while the device idled (the copy's was hidden
+    # by the kernel); unrecorded and without the sync, the device runs the kernels back to back
+    assert saving(tl, fix) == 4 * (200 - 10 - 100) * US
+    assert replayed_wall(tl) == (1_000 - 5 * 10) * US
+    assert tl.recording[1] == 10 * US, "the copy's callbacks ran at its call, before the host waited in it"
+    assert tl.cost_recording[2] == 10 * US and tl.recording[3] == 0, "the sync's lie within its span, after the wait"
+
+
+def test_a_host_bound_scalar_reads_recording_is_not_a_saving() -> None:
+    """CuPy's `float(res)` every step of a host-bound loop (CUPTI): the copy's callbacks lie before it, in the host
+    time the dropped read takes with it, and the nested driver call's within the sync's span; neither is saved.
+
+    Unrecorded, a step is 12 µs of the program, a kernel, the read's call (5 µs), its 1 µs copy and a 2 µs sync:
+    moving the read out of the loop saves 8 µs a step. Recorded, each record costs 10 µs more: the copy starts 15 µs
+    after the kernel was issued, and the sync, which waits for nothing, spans 12 µs.
+    """
+    h = Hand(backend="cupti")
+    for step in range(5):
+        k = 40 * step + 12
+        h.kernel(k, 3)
+        h.copy("d2h", k + 15, 1, nbytes=8, line=9, pinned=False)
+        h.sync(k + 16, 12, line=9)
+    run = _with_link(h.run(200), cupti_launch_us=0.0, cupti_event_us=10.0)
+    tl = assert_replays_itself(run)
+    syncs = [i for i, r in enumerate(run.records) if r.kind == "sync"]
+    assert saving(tl, drop_syncs(run, syncs[:-1])) == 4 * 8 * US, "the read's call, copy and sync, not their recording"
+    assert replayed_wall(tl) == 5 * 20 * US, "a step unrecorded: 12 + 5 + 1 + 2 µs"
+    assert tl.recording[1] == 10 * US and tl.cost_recording[2] == 10 * US
+    bare = Timeline.of(Run(replace(run.meta, link=None), run.records))
+    assert saving(bare, drop_syncs(run, syncs[:-1])) == 4 * (12 + 1 + 12) * US, \
+        "uncalibrated: the least host time seen before a read, its copy and its sync, recording and all"
 
 
 def test_offload_cores_recorder_has_its_own_figures_per_launch_and_per_event() -> None:
@@ -472,7 +498,8 @@ def test_an_asynchronous_downloads_digest_lies_after_the_sync_that_makes_its_byt
     run = _with_link(h.run(200), cupti_launch_us=0.0, cupti_event_us=5.0, digest_gbps=1.0)  # a 4 µs digest
     tl = assert_replays_itself(run)
     assert tl.recording[wait] == 5 * US, "the copy's callbacks lie before the sync; the sync's own cost does not"
-    assert tl.recording[after] == (5 + 4) * US and tl.recording[down] == 0, "the sync's cost and the digest after it"
+    assert tl.cost_recording[wait] == 5 * US, "the sync's own cost lies in its span, after the wait (19 µs there)"
+    assert tl.recording[after] == 4 * US and tl.recording[down] == 0, "the digest after the sync"
 
 
 def _region_per_step(fingerprint: str | None, steps: int = 3) -> Run:
