@@ -251,6 +251,8 @@ class LoopFacts:
         directly: its syncs are per step, and so does a step loop whose inner
         loop accumulates gradients (`optimizer.step()` stays in the outer loop).
         """
+        if any(other.loop is loop and self._runs_steps(other, loops) for other in loop.calls):
+            return True  # `update_ppo(state, storage)`: epochs of minibatch steps in a function of this file
         if not self.nests_loops(loop, loops):
             return False
         if any(other.loop is not None and other.loop is not loop and self._counted_inside(other.loop, loop)
@@ -263,6 +265,25 @@ class LoopFacts:
             if self.calls.classify(other.node, other.scope) is not None or self.calls.values.produces_device_value(other):
                 return False
         return True
+
+    def _runs_steps(self, call: IndexedCall, loops: list[Loop]) -> bool:
+        """Does `f(...)` call a function of this file whose own loop steps an optimizer or an environment?
+
+        JAX training scripts put the epochs of minibatch updates in a local
+        function (`def update_ppo(...)`: `for epoch ...: for start ...:
+        state = state.apply_gradients(...)`) and call it once per iteration,
+        after a rollout: a read in the calling loop comes once per thousands
+        of steps, as with the loops written inline.
+        """
+        func = call.node.func
+        if not isinstance(func, cst.Name):
+            return False
+        defs = [value for how, value in self.names.assignments(func.value, call.scope) if how == "def"]
+        if len(defs) != 1 or not isinstance(defs[0], cst.FunctionDef):
+            return False
+        target = defs[0]
+        return any(inner.scope.node is target and inner.kind != "comp" and not few(inner)
+                   and any(steps_an_optimizer(c.node) for c in inner.calls) for inner in loops)
 
     @staticmethod
     def _counted_inside(inner: Loop, outer: Loop) -> bool:
