@@ -117,14 +117,19 @@ def _list_index(file: CheckedFile, sub: IndexedNode) -> None:
 def _mask_index(file: CheckedFile, sub: IndexedNode) -> None:
     node = sub.node
     assert isinstance(node, cst.Subscript)
-    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+    mask = _mask_part(node)
+    if mask is None:
         return
-    mask = node.slice[0].slice.value
     it = iteration_of(file, sub)
     if it is None or not is_mask(file, mask, sub.scope):
         return
+    mask_lib = device_lib(file, mask, sub.scope, it)
+    if mask_lib is None:
+        return
     lib = device_lib(file, node.value, sub.scope, it)
-    if lib not in ADVICE or device_lib(file, mask, sub.scope, it) is None:
+    if lib is None and mask_lib == "cupy":
+        lib = mask_lib  # only a CuPy array takes a CuPy mask (NumPy refuses to convert it)
+    if lib not in ADVICE:
         return
     if lib == "torch":
         if it.loop is None or it.loop.kind == "comp" or (sub.store and _scalar_stored(file, sub)):
@@ -133,6 +138,17 @@ def _mask_index(file: CheckedFile, sub: IndexedNode) -> None:
         return
     file.report("OFF104", node, api=f"indexing `{short(file, node.value)}` with the boolean mask "
                 f"`{short(file, mask)}`", where=it.where(file), advice=ADVICE[lib])
+
+
+def _mask_part(node: cst.Subscript) -> cst.BaseExpression | None:
+    """The one index of `a[m]`, `a[..., m]`, `a[:, m]`: the others take whole axes (`...`, `:`) and count nothing."""
+    parts = [element.slice for element in node.slice]
+    whole = [p for p in parts if isinstance(p, cst.Slice) and p.lower is None and p.upper is None and p.step is None
+             or isinstance(p, cst.Index) and isinstance(p.value, cst.Ellipsis)]
+    rest = [p for p in parts if not any(p is w for w in whole)]
+    if len(rest) != 1 or not isinstance(rest[0], cst.Index):
+        return None
+    return rest[0].value
 
 
 def _rare(file: CheckedFile, sub: IndexedNode) -> bool:
