@@ -21,6 +21,8 @@ from .scopes import IndexedCall, Scope, dotted
 from .values import DeviceValues
 
 # Names that hold a device: `device`, `devs`, `self.gpu`, `gpu_id`, `local_rank` (`.to(local_rank)` is cuda:N).
+# PyTorch's legacy tensor types: `x.type(torch.FloatTensor)` moves x to the host, `torch.cuda.FloatTensor` to the GPU
+TENSOR_TYPE = re.compile(r"^torch\.(cuda\.)?(?:Float|Double|Half|BFloat16|Byte|Char|Short|Int|Long|Bool)Tensor$")
 DEVICE_NAME = re.compile(r"(?:^|_)(?:(?:device|dev|gpu|cuda)(?:s|_ids?|_index|_idx)?|(?:local_)?rank)$", re.I)
 
 
@@ -169,6 +171,9 @@ class Calls:
         if expr is None or depth > 4:
             return None
         if isinstance(expr, cst.SimpleString):
+            typed = TENSOR_TYPE.match(str(expr.evaluated_value))
+            if typed:
+                return "device" if typed.group(1) else "cpu"  # `.type("torch.FloatTensor")`
             text = str(expr.evaluated_value).lower()
             if text.startswith("cpu"):
                 return "cpu"
@@ -197,6 +202,9 @@ class Calls:
                 return "device"  # a device, or a tensor: `.to(grad)` goes where `grad` lives
             return None
         if isinstance(expr, cst.Attribute):
+            typed = TENSOR_TYPE.match(self.names.qualify(expr) or "")
+            if typed:
+                return "device" if typed.group(1) else "cpu"  # `.type(torch.FloatTensor)`: a CPU tensor type
             if "cpu" in expr.attr.value.lower():
                 return "cpu"  # self._cpu_device = torch.device("cpu") in __init__
             if DEVICE_NAME.search(expr.attr.value):

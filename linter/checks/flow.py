@@ -19,6 +19,7 @@ import libcst as cst
 from ..analysis.loops import walk
 from ..analysis.project import WRITES
 from ..analysis.scopes import Event, IndexedCall, WithItem
+from .devicevalues import short
 from .file import CheckedFile
 from .registry import check
 
@@ -66,6 +67,11 @@ def round_trip(file: CheckedFile) -> None:
                 if use is not None and use.kind == "d2h" and moved is not None:
                     origin[moved] = (call, use.api.display)  # model.cpu(): the module moves
                     return
+                if use is not None and use.kind == "h2d" and isinstance(use.data, cst.Call):
+                    inner = sem.calls.classify(use.data, call.scope)  # `x.cpu().to(device)` in one expression
+                    if inner is not None and inner.kind == "d2h" and inner.data is not None:
+                        file.report("OFF103", call.node, api=use.api.display, array=f"`{short(file, inner.data)}`",
+                                    source_api=inner.api.display, d2h_line=file.line(call.node))
                 if use is not None and use.kind == "h2d" and isinstance(use.data, cst.Name) and use.data.value in origin:
                     down, source_api = origin[use.data.value]
                     if not _exclusive(down, call):

@@ -158,12 +158,23 @@ def _metric_download(file: CheckedFile, call: IndexedCall, it: Iteration, api: s
     statement = call.small or (call.stmts[-1] if call.stmts else None)
     if statement is None:
         return False
+    if _uploaded_again(file, statement, call):
+        return False  # `x.cpu().to(device)`: a round trip (OFF103), not a read for a metric
     purpose = UseFinder(it.body, file.sem.names.qualify, kept=False).of_read(statement, call.node)
     if purpose != "metric" and not _kept_metric(statement, call):
         return False
     file.report("OFF301", call.node, api=api, where=it.where(file), advice=DOWNLOAD_ADVICE.get(
         library, "add it up on the device and copy the total back once per log interval"))
     return True
+
+
+def _uploaded_again(file: CheckedFile, statement: cst.CSTNode, call: IndexedCall) -> bool:
+    """Is the download the data of an upload around it (`x.cpu().to(device)`, `x.type(torch.FloatTensor).cuda()`)?"""
+    path = path_to(statement, call.node)
+    if not path or len(path) < 3 or not isinstance(path[-2], cst.Attribute) or not isinstance(path[-3], cst.Call):
+        return False
+    use = file.sem.calls.classify(path[-3], call.scope)
+    return use is not None and use.kind == "h2d"
 
 
 METRIC_NAME = re.compile(r"loss|acc|metric|score|err|correct|nll|ppl|perplex|psnr|ssim|reward|return", re.I)
