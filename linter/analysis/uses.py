@@ -132,6 +132,8 @@ class UseFinder:
                 targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
                 if all(isinstance(t, cst.Subscript) and _string_key(t) for t in targets):
                     return "metric"  # stats["loss"] = loss.item(): a record under a name
+                if self.kept and all(isinstance(t, cst.Subscript) for t in targets):
+                    return "metric"  # losses[k] = loss.item(): a scalar kept in a slot, as `append` keeps it
                 targets = [e.value for t in targets for e in (t.elements if isinstance(t, (cst.Tuple, cst.List))
                                                               else [cst.Element(t)])]  # `a, b = read(...)`
                 names = [t.value for t in targets if isinstance(t, cst.Name)]

@@ -41,8 +41,9 @@ from .reaching import host_when_reached
 from .unpacking import Unpacking
 from .scopes import Binding, IndexedCall, Scope, Unpack
 
+from .jaxsteps import compiled, jax_step, jitted
 from .valuewords import (
-    MAYBE, HOST_ATTRS, HOST_METHODS, PREDICATES, IO_METHODS, ANNOTATIONS, MODEL_NAME, TORCH_NOT_TENSORS, JAX_STEP, TENSOR_ATTRS, ARRAY_BUILTINS, HOST_MODULES,
+    MAYBE, HOST_ATTRS, HOST_METHODS, PREDICATES, IO_METHODS, ANNOTATIONS, MODEL_NAME, TORCH_NOT_TENSORS, TENSOR_ATTRS, ARRAY_BUILTINS, HOST_MODULES,
     NUMPY_CONVERSIONS, ARRAY_MODULE_NAMES, stronger, strip,
 )
 
@@ -152,6 +153,9 @@ class DeviceValues:
         if isinstance(expr, cst.UnaryOperation):
             return None if isinstance(expr.operator, cst.Not) else self.taint(expr.expression, scope, depth + 1)
         if isinstance(expr, cst.Subscript):
+            keyed = self._keyed_entry(expr, scope, depth)
+            if keyed is not False:
+                return keyed
             return self.taint(expr.value, scope, depth + 1)
         if isinstance(expr, cst.Attribute):
             attr = expr.attr.value
@@ -178,6 +182,39 @@ class DeviceValues:
             return found
         return None
 
+    def _keyed_entry(self, expr: cst.Subscript, scope: Scope, depth: int) -> str | None | bool:
+        """`ckpt["iter_num"]` where every binding of `ckpt` is a dict literal: the taint of that entry's values.
+
+        A checkpoint dict (`{"model": model.state_dict(), "iter_num": iter_num}`)
+        holds tensors and numbers; the number read back is no device value.
+        False where the bindings do not say (a call, a parameter): the caller
+        falls back to the taint of the whole container.
+        """
+        if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index) or not isinstance(expr.value, cst.Name):
+            return False
+        key = expr.slice[0].slice.value
+        if not isinstance(key, cst.SimpleString):
+            return False
+        bindings = [v for how, v in self.names.assignments(self.names.name_of(expr.value), scope) if how == "="]
+        literals = [v for v in bindings if isinstance(v, cst.Dict)]
+        if not literals:
+            return False
+        found: str | None = None
+        seen = False
+        for value in bindings:
+            if isinstance(value, cst.Name) and value.value == "None":
+                continue
+            if not isinstance(value, cst.Dict):
+                if self.taint(value, scope, depth + 1) is not None:
+                    return False  # also bound to something the analysis knows as device data
+                continue
+            for element in value.elements:
+                if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString) \
+                        and element.key.evaluated_value == key.evaluated_value:
+                    seen = True
+                    found = stronger(found, self.taint(element.value, scope, depth + 1))
+        return found if seen else False  # a key added later (`batch["y"] = y.cuda()`): the container says
+
     def _call_taint(self, call: cst.Call, scope: Scope, depth: int) -> str | None:
         use = self.calls.classify(call, scope)
         if use is not None:
@@ -197,6 +234,8 @@ class DeviceValues:
                 return "cupy"  # np.sqrt(d), np.linalg.norm(d): CuPy answers NumPy's dispatch with a CuPy array
             if head in HOST_MODULES:
                 return None
+            if qualname == "torch.load":
+                return None  # a checkpoint: a dict of state dicts and numbers (`ckpt["iter_num"]`), not an array
             found = self._args_taint(call, scope, depth)
             if found is None and head == "torch" and qualname.count(".") == 1 and qualname[6:7].islower() \
                     and qualname[6:] not in TORCH_NOT_TENSORS:
@@ -206,12 +245,12 @@ class DeviceValues:
             local = self.names.local_function(func.value, scope)
             if local is not None:
                 found = self.return_taint(local)
-                if found is None and "jax" in self.names.libraries and self._jitted(local):
+                if found is None and "jax" in self.names.libraries and jitted(self.names, local):
                     return "jax"  # a compiled step (`@jax.jit`, `@nnx.jit`): its outputs stay on the device
                 return found
         if self._model_output(func, scope):
             return "torch"
-        if "jax" in self.names.libraries and self._jax_step(func):
+        if "jax" in self.names.libraries and (jax_step(func) or compiled(self.names, func, scope)):
             return "jax"
         if isinstance(func, cst.Attribute):
             method = own_method(self.idx, func, scope)
@@ -279,30 +318,6 @@ class DeviceValues:
                 if how == "moved" and isinstance(value, cst.Call) and "cpu" in self.names.idx.module.code_for_node(value):
                     return False
         return True
-
-    def _jitted(self, function: Scope) -> bool:
-        node = function.node
-        if not isinstance(node, cst.FunctionDef):
-            return False
-        for decorator in node.decorators:
-            expr = decorator.decorator
-            target = expr.func if isinstance(expr, cst.Call) else expr
-            if isinstance(expr, cst.Call) and expr.args and (self.names.qualify(target) or "").endswith("partial"):
-                target = expr.args[0].value
-            name = self.names.qualify(target) or (target.attr.value if isinstance(target, cst.Attribute) else "")
-            if name.rpartition(".")[2] in ("jit", "pmap", "filter_jit", "filter_pmap"):
-                return True
-        return False
-
-    def _jax_step(self, func: cst.BaseExpression) -> bool:
-        """`self.eval_fn(...)`, `p_train_step(...)`, `predict_fn(...)` in a JAX file: a compiled step's outputs.
-
-        JAX code builds its steps with `jax.jit`/`pmap` in one place and calls
-        them through names like these in another; what they return lives on
-        the device until something downloads it.
-        """
-        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
-        return bool(JAX_STEP.match(name))
 
     def _args_taint(self, call: cst.Call, scope: Scope, depth: int) -> str | None:
         """A function or module we do not know, applied to a device value, returns one (certain taints only)."""

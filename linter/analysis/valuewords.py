@@ -57,6 +57,8 @@ TORCH_NOT_TENSORS = frozenset({
     "use_deterministic_algorithms", "set_num_threads", "get_num_threads", "broadcast_shapes", "typename",
     "tensor", "as_tensor", "from_numpy", "asarray",  # without `device=`: built on the host
 })
+# What compiles a JAX step: a name bound to `jax.jit(f)`, `jax.pmap(f)` returns device arrays when called.
+COMPILERS = frozenset({"jit", "pmap", "pjit", "xmap", "shard_map"})
 JAX_STEP = re.compile(r"^(?:\w+_fn|\w+_step|p_\w+|model|apply_fn)$")
 TENSOR_ATTRS = frozenset({"grad", "data", "weight", "bias"})
 ARRAY_BUILTINS = frozenset({"builtins.abs", "builtins.pow", "builtins.sum", "builtins.min", "builtins.max"})
