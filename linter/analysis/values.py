@@ -196,8 +196,7 @@ class DeviceValues:
         if not isinstance(key, cst.SimpleString):
             return False
         bindings = [v for how, v in self.names.assignments(self.names.name_of(expr.value), scope) if how == "="]
-        literals = [v for v in bindings if isinstance(v, cst.Dict)]
-        if not literals:
+        if not any(isinstance(v, cst.Dict) for v in bindings):
             return False
         found: str | None = None
         seen = False

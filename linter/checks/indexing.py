@@ -142,10 +142,9 @@ def _mask_index(file: CheckedFile, sub: IndexedNode) -> None:
 
 def _mask_part(node: cst.Subscript) -> cst.BaseExpression | None:
     """The one index of `a[m]`, `a[..., m]`, `a[:, m]`: the others take whole axes (`...`, `:`) and count nothing."""
-    parts = [element.slice for element in node.slice]
-    whole = [p for p in parts if isinstance(p, cst.Slice) and p.lower is None and p.upper is None and p.step is None
-             or isinstance(p, cst.Index) and isinstance(p.value, cst.Ellipsis)]
-    rest = [p for p in parts if not any(p is w for w in whole)]
+    rest = [p for p in (element.slice for element in node.slice)
+            if not (isinstance(p, cst.Slice) and p.lower is None and p.upper is None and p.step is None
+                    or isinstance(p, cst.Index) and isinstance(p.value, cst.Ellipsis))]
     if len(rest) != 1 or not isinstance(rest[0], cst.Index):
         return None
     return rest[0].value
