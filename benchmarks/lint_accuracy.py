@@ -65,7 +65,12 @@ class Found:
 
     @property
     def key(self) -> tuple[str, str, int, str]:
-        return (self.repo, self.path, self.line, self.rule)
+        return (self.repo, self.place, self.line, self.rule)
+
+    @property
+    def place(self) -> str:
+        """The file, and in a notebook the cell (lines count within it): what a record's `place_of` gives."""
+        return self.path if self.cell is None else f"{self.path}:cell {self.cell}"
 
 
 def tree_of(trees: Path, repo: str) -> Path:
@@ -135,6 +140,13 @@ def applies(record: dict[str, Any], run: str) -> bool:
     return record.get("run", "default") in ("default", run)
 
 
+def place_of(record: dict[str, Any]) -> str:
+    """A record's file, with its notebook cell when it has one (`"cell"`: numbered as the linter does, from 1,
+    markdown cells included; `"line"` then counts within the cell)."""
+    cell = record.get("cell")
+    return str(record["path"]) if cell is None else f"{record['path']}:cell {cell}"
+
+
 def rule_of(record: dict[str, Any]) -> str:
     return str(record.get("rule", ""))
 
@@ -162,19 +174,19 @@ def score(found: Iterable[Found], records: list[dict[str, Any]], judged: dict[tu
     """Per-rule rows, the unknown findings (with their judgement or 'unjudged'), the misses still missed."""
     found = list(found)
     by_key = {f.key: f for f in found}
-    lines_hit = {(f.repo, f.path, f.line) for f in found}
-    labelled = {(r["repo"], r["path"], r["line"], rule_of(r)) for r in records if r["verdict"] in ("tp", "fp")
+    lines_hit = {(f.repo, f.place, f.line) for f in found}
+    labelled = {(r["repo"], place_of(r), r["line"], rule_of(r)) for r in records if r["verdict"] in ("tp", "fp")
                 and applies(r, run)}
     rows: dict[str, Row] = defaultdict(Row)
     missed: list[dict[str, Any]] = []
     for r in records:
-        key = (r["repo"], r["path"], r["line"], rule_of(r))
+        key = (r["repo"], place_of(r), r["line"], rule_of(r))
         if r["verdict"] == "fn":
             if run != "default":
                 continue
             row = rows[rule_of(r) or "?"]
             row.fn_known += 1
-            if (r["repo"], r["path"], r["line"]) in lines_hit:
+            if (r["repo"], place_of(r), r["line"]) in lines_hit:
                 row.fn_caught += 1
             else:
                 missed.append(r)
@@ -187,24 +199,24 @@ def score(found: Iterable[Found], records: list[dict[str, Any]], judged: dict[tu
                 row.fp_known += 1
                 row.fp_left += key in by_key
     unknown: list[tuple[Found, str]] = []
-    fn_lines = {(r["repo"], r["path"], r["line"]) for r in records if r["verdict"] == "fn"}
+    fn_lines = {(r["repo"], place_of(r), r["line"]) for r in records if r["verdict"] == "fn"}
     for f in found:
         row = rows[f.rule]
         row.findings += 1
         if f.key in labelled:
             continue
         verdict = judged.get(f.key, {}).get("verdict")
-        if verdict is None and (f.repo, f.path, f.line) in fn_lines:
+        if verdict is None and (f.repo, f.place, f.line) in fn_lines:
             verdict = "tp"  # a known miss, now caught
         elif verdict is None:
             row.unjudged += 1
             unknown.append((f, "unjudged"))
             continue
         if verdict == "tp":
-            row.unknown_tp += (f.repo, f.path, f.line) not in fn_lines
+            row.unknown_tp += (f.repo, f.place, f.line) not in fn_lines
         else:
             row.unknown_fp += 1
-        if (f.repo, f.path, f.line) not in fn_lines:
+        if (f.repo, f.place, f.line) not in fn_lines:
             unknown.append((f, verdict))
     return dict(rows), unknown, missed
 
@@ -234,13 +246,13 @@ def table(rows: dict[str, Row], lines: int) -> list[str]:
 def precision(found: list[Found], records: list[dict[str, Any]], judged: dict[tuple, dict[str, Any]],
               run: str) -> tuple[int, int, int]:
     """(right, wrong, unjudged) over every finding of the run."""
-    verdicts = {(r["repo"], r["path"], r["line"], rule_of(r)): r["verdict"] for r in records
+    verdicts = {(r["repo"], place_of(r), r["line"], rule_of(r)): r["verdict"] for r in records
                 if r["verdict"] in ("tp", "fp") and applies(r, run)}
-    fn_lines = {(r["repo"], r["path"], r["line"]) for r in records if r["verdict"] == "fn"}
+    fn_lines = {(r["repo"], place_of(r), r["line"]) for r in records if r["verdict"] == "fn"}
     right = wrong = unjudged = 0
     for f in found:
         verdict = verdicts.get(f.key) or judged.get(f.key, {}).get("verdict")
-        if verdict is None and (f.repo, f.path, f.line) in fn_lines:
+        if verdict is None and (f.repo, f.place, f.line) in fn_lines:
             verdict = "tp"
         if verdict == "tp":
             right += 1
@@ -265,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="also write the default run's unjudged findings with the code around them (JSON), to judge")
     args = p.parse_args(argv)
     records, loops = load_manifest(args.manifest)
-    judged = {(r["repo"], r["path"], r["line"], rule_of(r)): r for r in load_records(args.judged)} if args.judged else {}
+    judged = {(r["repo"], place_of(r), r["line"], rule_of(r)): r for r in load_records(args.judged)} if args.judged else {}
     repos = sorted({r["repo"] for r in records})
     missing = [repo for repo in repos if not tree_of(args.trees, repo).is_dir()]
     if missing:
@@ -319,13 +331,13 @@ def hand_read(found: list[Found], records: list[dict[str, Any]], loops: list[dic
               judged: dict[tuple, dict[str, Any]], lines: dict[str, int]) -> list[str]:
     """Per repository: loops read by hand, costs found there and caught, findings right: recall and precision."""
     costs = [r for r in records if r["verdict"] == "fn"]
-    hit = {(f.repo, f.path, f.line) for f in found}
+    hit = {(f.repo, f.place, f.line) for f in found}
     head = ("repository", "lines", "loops read", "costs caught", "findings right", "unjudged")
     body = []
     totals = [0, 0, 0, 0, 0, 0, 0]
     for repo in sorted(lines):
         mine = [r for r in costs if r["repo"] == repo]
-        caught = sum((r["repo"], r["path"], r["line"]) in hit for r in mine)
+        caught = sum((r["repo"], place_of(r), r["line"]) in hit for r in mine)
         right, wrong, unjudged = precision([f for f in found if f.repo == repo], records, judged, "default")
         n_loops = sum(1 for x in loops if x["repo"] == repo)
         row = [lines[repo], n_loops, caught, len(mine), right, right + wrong + unjudged, unjudged]
@@ -345,15 +357,26 @@ def worksheet(trees: Path, unknown: list[tuple[Found, str]]) -> list[dict[str, A
     for f, verdict in sorted(unknown, key=lambda item: item[0].key):
         if verdict != "unjudged":
             continue
-        try:
-            text = (tree_of(trees, f.repo) / f.path).read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            text = []
+        text = _lines(tree_of(trees, f.repo) / f.path, f.cell)
         start = max(f.line - 13, 0)
         code = [f"{'>' if n + 1 == f.line else ' '}{n + 1:5d}  {text[n]}" for n in range(start, min(f.line + 4, len(text)))]
-        out.append({"repo": f.repo, "path": f.path, "line": f.line, "rule": f.rule, "message": f.message,
-                    "code": "\n".join(code)})
+        entry = {"repo": f.repo, "path": f.path, "line": f.line, "rule": f.rule, "message": f.message}
+        if f.cell is not None:
+            entry["cell"] = f.cell
+        out.append({**entry, "code": "\n".join(code)})
     return out
+
+
+def _lines(path: Path, cell: int | None) -> list[str]:
+    """The file's lines, or a notebook cell's (numbered from 1, markdown cells included); [] when unreadable."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if cell is None:
+            return text.splitlines()
+        source = json.loads(text)["cells"][cell - 1].get("source", [])
+        return ("".join(source) if isinstance(source, list) else str(source)).splitlines()
+    except (OSError, ValueError, KeyError, IndexError, TypeError, AttributeError):
+        return []
 
 
 def judged_table(run: str, unknown: list[tuple[Found, str]], judged: dict[tuple, dict[str, Any]]) -> list[str]:

@@ -90,10 +90,10 @@ def host_when_reached(values: Taints, expr: cst.BaseExpression, scope: Scope, in
     how, value = events[last].extra
     if how == "for" and isinstance(value, Unpack):
         source = value.source  # `for score in scores`: an element of what the loop walks
-        host = _downloaded(values, source, scope) or host_when_reached(values, source, scope, last, point, depth + 1)
+        host = downloaded(values, source, scope) or host_when_reached(values, source, scope, last, point, depth + 1)
     elif how == "=" and isinstance(value, cst.BaseExpression):
         sources = _derived_from(value)
-        host = _downloaded(values, value, scope) or bool(sources) and all(
+        host = downloaded(values, value, scope) or bool(sources) and all(
             host_when_reached(values, s, scope, last, point, depth + 1) for s in sources)
     else:
         return False
@@ -115,7 +115,7 @@ def _derived_from(value: cst.BaseExpression) -> list[cst.BaseExpression]:
     return [value] if root_name(value) is not None else []
 
 
-def _downloaded(values: Taints, value: cst.BaseExpression, scope: Scope) -> bool:
+def downloaded(values: Taints, value: cst.BaseExpression, scope: Scope) -> bool:
     """Is `value` surely a host array: a download, what a NumPy function returns, or a tensor built on the host?
 
     Not knowing a value to be on the device is no evidence that it is on the
@@ -136,7 +136,12 @@ def _downloaded(values: Taints, value: cst.BaseExpression, scope: Scope) -> bool
     if use is not None and use.kind == "d2h":
         return True
     func = value.func
-    return isinstance(func, cst.Attribute) and func.attr.value in DOWNLOADS and values.taint(func.value, scope) is not None
+    if not isinstance(func, cst.Attribute) or func.attr.value not in DOWNLOADS:
+        return False
+    inner = func.value
+    while isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) and inner.func.attr.value in DOWNLOADS:
+        inner = inner.func.value  # `n.get().item()`: the chain's first download decides
+    return values.taint(inner, scope) is not None
 
 
 def host_read(values: Taints, expr: cst.BaseExpression, scope: Scope, index: int, point: cst.CSTNode) -> bool:

@@ -20,11 +20,15 @@ among them, `syncs.py`).
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from ..analysis.loops import walk
 from ..analysis.scopes import IndexedNode, Loop, Scope
-from ..analysis.valuewords import HOST_MODULES
+from ..analysis.parameters import root_name
+from ..analysis.reaching import downloaded, host_before_loop
+from ..analysis.valuewords import ARRAY_MODULE_NAMES, HOST_MODULES
 from .devicevalues import device_lib, short
 from .file import CheckedFile
 from .iteration import Iteration, iteration_of
@@ -62,6 +66,12 @@ def branches(file: CheckedFile) -> None:
                 continue
             if not file.sem.loops.nests_loops(it.loop, file.index.loops):  # else: once per batch of inner work
                 _stop(file, node.test, it, branch.scope)
+        elif isinstance(node, cst.If) and _sets_stop_flag(node):
+            it = iteration_of(file, branch)
+            if it is None or (it.loop is not None and (it.loop.kind == "comp" or _rare(file, branch, it.loop)
+                                                       or file.sem.loops.nests_loops(it.loop, file.index.loops))):
+                continue
+            _stop(file, node.test, it, branch.scope)
 
 
 def _check(file: CheckedFile, branch: IndexedNode, test: cst.BaseExpression, api: str) -> None:
@@ -74,7 +84,7 @@ def _check(file: CheckedFile, branch: IndexedNode, test: cst.BaseExpression, api
 
 
 def _stop(file: CheckedFile, test: cst.BaseExpression, it: Iteration, scope: Scope) -> None:
-    if _host_in_loop(file, test, it) or not _reads_device(file, test, scope, it):
+    if (it.loop is not None and _host_in_loop(file, test, it)) or not _reads_device(file, test, scope, it):
         return
     file.report("OFF104", test, api=f"the stopping test `{short(file, test)}`", where=it.where(file),
                     advice=STOP_ADVICE)
@@ -97,6 +107,8 @@ def _host_in_loop(file: CheckedFile, test: cst.BaseExpression, it: Iteration) ->
     """
     loop = it.loop
     assert loop is not None
+    if _device_call(file, test, it):
+        return False  # `while cp.linalg.norm(r) > tol:` reads the device whatever its arguments' names hold
     names = {n.value for n in _names_in(test)}
     host: dict[str, bool] = {}
     events = loop.scope.events
@@ -109,16 +121,31 @@ def _host_in_loop(file: CheckedFile, test: cst.BaseExpression, it: Iteration) ->
     return any(host.values())
 
 
-def _host_at(file: CheckedFile, value: cst.BaseExpression, loop: Loop, index: int) -> bool:
+def _device_call(file: CheckedFile, test: cst.BaseExpression, it: Iteration) -> bool:
+    """Does the test compute on the device itself: a call whose result is a device value (`cp.abs(x).max()`)?"""
+    for node in walk(test):
+        if not isinstance(node, cst.Call):
+            continue
+        qualname = file.sem.names.qualify(node.func)
+        root = root_name(node.func)
+        library = qualname is not None and qualname.split(".")[0] not in HOST_MODULES
+        if (library or (root is not None and root.value in ARRAY_MODULE_NAMES)) and \
+                file.sem.values.device_lib(node, it.scope) is not None:
+            return True  # not `abs(t_next - t_prev)`: a builtin of names that may hold host numbers
+    return False
+
+
+def _host_at(file: CheckedFile, value: cst.BaseExpression, loop: Loop, index: int, depth: int = 0) -> bool:
     """Is `value` a host value when event `index` of the loop binds it?
 
-    Its names are taken as the iteration last bound them before that point:
-    `mean = float(mean)` earlier in the body makes `(mean - m) / d` a host
-    number, though `mean = np.average(d)` elsewhere is a device array.
+    Its names are taken as the iteration last bound them before that point
+    (and those bindings' names likewise, a few levels down): `mean =
+    float(mean)` earlier in the body makes `(mean - m) / d` a host number,
+    though `mean = np.average(d)` elsewhere is a device array.
     """
     values = file.sem.values
-    if values.array_lib(value, loop.scope) is None:
-        return True
+    if values.array_lib(value, loop.scope) is None or downloaded(values, value, loop.scope):
+        return True  # `normx = normx.get().item()`
     calls = [n for n in walk(value) if isinstance(n, cst.Call)]
     if any((file.sem.names.qualify(c.func) or "").split(".")[0] not in HOST_MODULES for c in calls):
         return False  # `cp.abs(x).max()`: a device value whatever its names hold
@@ -127,15 +154,16 @@ def _host_at(file: CheckedFile, value: cst.BaseExpression, loop: Loop, index: in
     for name in _names_in(value):
         if id(name) in called:
             continue
-        last = next((events[k] for k in range(index - 1, loop.start, -1)
+        last = next((k for k in range(index - 1, loop.start, -1)
                      if events[k].kind == "bind" and events[k].name == name.value), None)
         if last is not None:
-            how, bound = last.extra
-            if how == "=" and isinstance(bound, cst.BaseExpression) and values.array_lib(bound, loop.scope) is None:
+            how, bound = events[last].extra
+            if how == "=" and isinstance(bound, cst.BaseExpression) and depth < 3 and \
+                    _host_at(file, bound, loop, last, depth + 1):
                 continue
             return False
-        if values.array_lib(name, loop.scope) is not None:
-            return False
+        if values.array_lib(name, loop.scope) is not None and not host_before_loop(values, name, loop):
+            return False  # (`normb = nrm2(b).get().item()` before the loop: a host number, whatever it was first)
     return True
 
 
@@ -194,6 +222,34 @@ def _only_leaves(node: cst.If) -> bool:
     return len(statements) == len(node.body.body) and bool(statements) and all(
         isinstance(s, (cst.Break, cst.Return)) or _is_log(s) for s in statements) and any(
         isinstance(s, (cst.Break, cst.Return)) for s in statements)
+
+
+STOP_FLAG = re.compile(r"stop|done|converge|finish|halt|terminat", re.I)
+
+
+def _sets_stop_flag(node: cst.If) -> bool:
+    """`if 1 + test2 <= 1: self.istop = 5`: a test whose body only raises a stop flag (a constant into a name or
+    attribute that says so), which a loop's own test then reads: a stopping test one step removed."""
+    if not isinstance(node.body, cst.IndentedBlock) or node.orelse is not None:
+        return False
+    statements = [s for line in node.body.body if isinstance(line, cst.SimpleStatementLine) for s in line.body]
+    if len(statements) != len(node.body.body) or not statements:
+        return False
+    flagged = False
+    for statement in statements:
+        if isinstance(statement, (cst.Break, cst.Return)) or _is_log(statement):
+            continue
+        if not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
+            return False
+        target = statement.targets[0].target
+        name = target.attr.value if isinstance(target, cst.Attribute) else target.value \
+            if isinstance(target, cst.Name) else ""
+        if not STOP_FLAG.search(name) or not isinstance(statement.value, (cst.Integer, cst.Name)):
+            return False
+        if isinstance(statement.value, cst.Name) and statement.value.value not in ("True", "False"):
+            return False
+        flagged = True
+    return flagged
 
 
 def _is_log(statement: cst.BaseSmallStatement) -> bool:

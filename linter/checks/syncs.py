@@ -160,12 +160,27 @@ def _metric_download(file: CheckedFile, call: IndexedCall, it: Iteration, api: s
         return False
     if _uploaded_again(file, statement, call):
         return False  # `x.cpu().to(device)`: a round trip (OFF103), not a read for a metric
-    purpose = UseFinder(it.body, file.sem.names.qualify, kept=False).of_read(statement, call.node)
+    kept = _converted_to_number(file, statement, call)
+    purpose = UseFinder(it.body, file.sem.names.qualify, kept=kept).of_read(statement, call.node)
     if purpose != "metric" and not _kept_metric(statement, call):
         return False
     file.report("OFF301", call.node, api=api, where=it.where(file), advice=DOWNLOAD_ADVICE.get(
         library, "add it up on the device and copy the total back once per log interval"))
     return True
+
+
+def _converted_to_number(file: CheckedFile, statement: cst.CSTNode, call: IndexedCall) -> bool:
+    """`float(cost.mean().get())`: the download becomes one Python number, which a list keeps as a record.
+
+    An array downloaded and appended may be data the host uses after the
+    loop; a number made of it is a value to average or log.
+    """
+    path = path_to(statement, call.node)
+    if not path or len(path) < 3 or not isinstance(path[-3], cst.Call):
+        return False
+    outer = path[-3]
+    return (len(outer.args) == 1 and outer.args[0].value is call.node
+            and file.sem.names.qualify(outer.func) in ("builtins.float", "builtins.int", "builtins.complex"))
 
 
 def _uploaded_again(file: CheckedFile, statement: cst.CSTNode, call: IndexedCall) -> bool:

@@ -106,3 +106,30 @@ def test_code_nobody_labelled_gives_recall_of_hand_read_costs(tree: Path, capsys
     assert row[5:] == ["1/2", "(50%)", "1"]           # the caught copy right, the .item() not judged yet
     assert [(u["line"], u["rule"]) for u in unjudged] == [(10, "OFF301")]
     assert ">   10          total += loss.item()" in unjudged[0]["code"]
+
+
+def test_a_notebook_record_names_its_cell(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Lines of a notebook count within a cell, so a record there says which cell; the same line of another
+    cell is another place, and the worksheet quotes the cell's own lines."""
+    cells = [{"cell_type": "markdown", "metadata": {}, "source": ["# a notebook\n"]},
+             {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+              "source": ["import cupy as cp\n", "x = [1.0, 2.0]\n"]},
+             {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+              "source": ["for i in range(100):\n", "    d = cp.asarray(x)\n"]}]
+    notebook = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tree / "trees" / "someone+gpu" / "demo.ipynb").write_text(json.dumps(notebook))
+    manifest = tree / "unseen.json"
+    nb = {"repo": "someone/gpu", "path": "demo.ipynb", "rule": "OFF101", "verdict": "fn", "reason": "an upload"}
+    manifest.write_text(json.dumps({
+        "repos": [{"repo": "someone/gpu", "commit": "0" * 40, "library": "cupy"}],
+        "loops": [{"repo": "someone/gpu", "path": "demo.ipynb", "line": 1, "costs": 1}],
+        "records": [{**nb, "cell": 3, "line": 2}, {**nb, "cell": 2, "line": 2}],
+    }))
+    sheet = tree / "sheet.json"
+    assert accuracy.main([str(tree / "trees"), str(manifest), "--runs", "default", "--jobs", "1",
+                          "--worksheet", str(sheet)]) == 0
+    out = capsys.readouterr().out
+    row = next(line.split() for line in out.splitlines() if line.startswith("someone/gpu"))
+    assert row[3:5] == ["1/2", "(50%)"]               # cell 3's upload caught; line 2 of cell 2 is not it
+    assert "[unjudged] someone/gpu train.py:10 OFF301" in out
+    assert all(u["path"] == "train.py" for u in json.loads(sheet.read_text()))
