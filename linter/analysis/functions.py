@@ -26,7 +26,7 @@ from typing import Mapping
 import libcst as cst
 
 from .callgraph import Hot, HotKind, Summary, hot_functions
-from .loops import LoopFacts, over_entries
+from .loops import LoopFacts, over_axes, over_entries, over_parameters
 from .names import Names
 from .reaching import Taints
 from .valuewords import MAYBE
@@ -199,7 +199,8 @@ class Functions:
             if role is not None:
                 roles.append((q, role))
         for loop in self.idx.loops:
-            if loop.kind != "comp" and loop.scope.kind == "function" and not over_entries(loop):
+            if (loop.kind != "comp" and loop.scope.kind == "function" and not over_entries(loop)
+                    and not over_axes(loop) and not over_parameters(loop)):  # no work of its own
                 looping.append(self.qualname(loop.scope))
         roots, edges = [], []
         numbers = {id(loop): n for n, loop in enumerate(self.idx.loops)}

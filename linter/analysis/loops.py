@@ -375,7 +375,7 @@ def over_entries(loop: Loop) -> bool:
 def few(loop: Loop) -> bool:
     """A loop over a short literal (`for lut in (a, b)`, `range(3)`): sub-steps of one iteration, not inner work."""
     node = loop.node
-    if not isinstance(node, cst.For):
+    if not isinstance(node, (cst.For, cst.CompFor)):
         return False
     it = node.iter
     if isinstance(it, (cst.List, cst.Tuple)):
@@ -388,6 +388,42 @@ def few(loop: Loop) -> bool:
             bound, cst.Name) else ""
         return name in ("ndim", "dim", "ndims", "num_dims", "n_dims")  # one pass per axis
     return False
+
+
+def over_parameters(loop: Loop) -> bool:
+    """`for p in self.master_params`, `for p in model.parameters()`: one pass per weight of a model, sub-steps of
+    the step that runs it (a gradient norm, an overflow check), not work of its own."""
+    node = loop.node
+    if not isinstance(node, cst.For):
+        return False
+    it = node.iter
+    if isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) and \
+            it.func.attr.value in ("parameters", "named_parameters"):
+        return True
+    if isinstance(it, cst.Call) and it.args:
+        it = it.args[0].value  # `zip(params, grads)`, `list(self.model_params)`
+    name = it.attr.value if isinstance(it, cst.Attribute) else it.value if isinstance(it, cst.Name) else ""
+    return "param" in name.lower()
+
+
+def over_axes(loop: Loop) -> bool:
+    """`while len(res.shape) < len(shape): res = res[..., None]`: a pass per missing axis, no work of its own."""
+    node = loop.node
+    if not isinstance(node, cst.While) or not isinstance(node.test, cst.Comparison):
+        return False
+    sides = [node.test.left, *(c.comparator for c in node.test.comparisons)]
+    return any(_axis_count(side) for side in sides)
+
+
+def _axis_count(node: cst.BaseExpression) -> bool:
+    """`len(x.shape)`, `x.ndim`, `x.dim()`: how many axes an array has."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "len" and node.args:
+        inner = node.args[0].value
+        return isinstance(inner, cst.Attribute) and inner.attr.value in ("shape", "size")
+    if isinstance(node, cst.Attribute):
+        return node.attr.value == "ndim"
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "dim" \
+        and not node.args
 
 
 def walk(node: cst.CSTNode) -> list[cst.CSTNode]:

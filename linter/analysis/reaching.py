@@ -135,6 +135,10 @@ def downloaded(values: Taints, value: cst.BaseExpression, scope: Scope) -> bool:
     use = values.calls.classify(value, scope)
     if use is not None and use.kind == "d2h":
         return True
+    if qualname is not None and qualname.rpartition(".")[2] in ("tree_map", "map") and value.args and \
+            isinstance(value.args[0].value, cst.Lambda) and isinstance(value.args[0].value.body, cst.Call) and \
+            downloaded(values, value.args[0].value.body, scope):
+        return True  # `jax.tree_map(lambda x: jax.device_get(x[0]), out)`: every leaf downloaded
     func = value.func
     if not isinstance(func, cst.Attribute) or func.attr.value not in DOWNLOADS:
         return False

@@ -27,7 +27,7 @@ import libcst as cst
 from ..analysis.loops import walk
 from ..analysis.scopes import IndexedNode, Loop, Scope
 from ..analysis.parameters import root_name
-from ..analysis.reaching import downloaded, host_before_loop
+from ..analysis.reaching import DOWNLOADS, downloaded, host_before_loop
 from ..analysis.valuewords import ARRAY_MODULE_NAMES, HOST_MODULES
 from .devicevalues import device_lib, short
 from .file import CheckedFile
@@ -72,6 +72,46 @@ def branches(file: CheckedFile) -> None:
                                                        or file.sem.loops.nests_loops(it.loop, file.index.loops))):
                 continue
             _stop(file, node.test, it, branch.scope)
+
+
+@check("OFF104")
+def reductions_on_the_host(file: CheckedFile) -> None:
+    """`any(not th.isfinite(p.grad).all() for p in params)`: Python's any/all over device values, one sync each.
+
+    Each element's truth is read on the host in turn, so an overflow check
+    over a model's parameters waits for the device once per parameter on
+    every step; stacking the flags and reducing on the device reads one.
+    """
+    for call in file.index.calls:
+        node = call.node
+        name = file.sem.names.qualify(node.func)
+        if name not in ("builtins.any", "builtins.all") or len(node.args) != 1:
+            continue
+        gen = node.args[0].value
+        if not isinstance(gen, (cst.GeneratorExp, cst.ListComp)):
+            continue
+        it = iteration_of(file, call)
+        if it is None or (it.loop is not None and it.loop.node is gen.for_in) or \
+                (it.loop is not None and _rare(file, call, it.loop)):
+            continue
+        element = gen.elt.expression if isinstance(gen.elt, cst.UnaryOperation) else gen.elt
+        if not _computes_on_device(file, element, call.scope, it) or device_lib(file, element, call.scope, it) is None:
+            continue  # `any(x is not y for ...)`, `all(s == 1.0 for s in spacing)`: host tests
+        file.report("OFF104", node, api=f"`{name[len('builtins.'):]}()` over device values (one read per element)",
+                    where=it.where(file), advice="stack them and reduce on the device (`torch.stack(flags).any()`), "
+                                                 "then read one value")
+
+
+def _computes_on_device(file: CheckedFile, element: cst.BaseExpression, scope: Scope, it: Iteration) -> bool:
+    """Does the element call the device library or a device array's method (`th.isfinite(p.grad).all()`)?"""
+    for node in walk(element):
+        if not isinstance(node, cst.Call):
+            continue
+        qualname = file.sem.names.qualify(node.func)
+        if qualname is not None and qualname.split(".")[0] not in HOST_MODULES and \
+                device_lib(file, node, scope, it) is not None:
+            return True
+    return False
 
 
 def _check(file: CheckedFile, branch: IndexedNode, test: cst.BaseExpression, api: str) -> None:
@@ -144,8 +184,10 @@ def _host_at(file: CheckedFile, value: cst.BaseExpression, loop: Loop, index: in
     though `mean = np.average(d)` elsewhere is a device array.
     """
     values = file.sem.values
-    if values.array_lib(value, loop.scope) is None or downloaded(values, value, loop.scope):
-        return True  # `normx = normx.get().item()`
+    if values.array_lib(value, loop.scope) is None or (
+            isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value in DOWNLOADS and downloaded(values, value, loop.scope)):
+        return True  # `normx = normx.get().item()` (not `np.average(d)`, which CuPy computes for a CuPy `d`)
     calls = [n for n in walk(value) if isinstance(n, cst.Call)]
     if any((file.sem.names.qualify(c.func) or "").split(".")[0] not in HOST_MODULES for c in calls):
         return False  # `cp.abs(x).max()`: a device value whatever its names hold

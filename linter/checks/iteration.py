@@ -92,5 +92,7 @@ def _range_of_ranks(source: cst.BaseExpression) -> bool:
             and source.args):
         return False
     bound = source.args[-1].value if len(source.args) == 1 else source.args[1].value
+    if isinstance(bound, cst.Call) and not bound.args:
+        bound = bound.func  # `range(dist.get_world_size())`
     text = bound.attr.value if isinstance(bound, cst.Attribute) else bound.value if isinstance(bound, cst.Name) else ""
     return bool(RANKS.search(text))

@@ -19,16 +19,16 @@ equals a constant (`if i == 0:`) is not per iteration and is not reported.
 
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
 from ..analysis.calls import Classified
-from ..analysis.loops import walk
-from ..analysis.scopes import IndexedCall, Unpack
+from ..analysis.loops import few, walk
+from ..analysis.scopes import IndexedCall, Loop, Unpack
 from ..analysis.uses import path_to
 from .file import CheckedFile
+from .constants import SETUP_FUNCTION, constant_data
 from .fixes import device_create_fix, hoist_fix
+from .iteration import iteration_of, over_ranks
 from .registry import check
 
 COLLECTING_METHODS = frozenset({"append", "extend", "insert", "add", "appendleft", "put"})
@@ -49,19 +49,59 @@ def transfers(file: CheckedFile) -> None:
             if file.enabled("OFF107") and _host_random(file, call, use):
                 continue
         loop = call.loop
-        if loop is None or sem.loops.rare_branch(call, loop):
+        if loop is None:
+            if use.kind == "h2d" and file.enabled("OFF101") and not once(call):
+                _constant_per_call(file, call, use)
+            continue
+        if sem.loops.rare_branch(call, loop):
             continue
         fields = {"api": use.api.display, "direction": use.direction, "loop_line": file.line(loop.node)}
         if sem.loops.invariant_in(call, loop) and not _collected(call):
             fix = hoist_fix(file, call, use) if file.enabled("OFF101") else None
-            file.report("OFF101", call.node, fix, **fields)
+            file.report("OFF101", call.node, fix, **fields, between="in the loop", advice="hoist it out")
         elif use.kind == "h2d" and _device_in_list(file, call, use.data):
             file.report("OFF108", call.node, **fields)  # torch.tensor([t_dev * k], device=...): read, then sent back
         elif use.kind == "h2d" and use.data is not None and not once(call) and _python_values(file, call, use.data):
-            if file.options("OFF108").get("constants", False) or _round_trip(file, call, use.data):
+            if file.options("OFF108").get("constants", False) or _round_trip(file, call, use.data) or (
+                    use.api.library in BLOCKING_UPLOADS and not over_ranks(file, loop) and not few(loop)
+                    and not _waits_anyway(file, loop)):
                 file.report("OFF108", call.node, **fields)
         elif not file.reported("OFF301", call.node):  # a metric's download is said once, as OFF301 (syncs.py)
             file.report("OFF106", call.node, **fields)
+
+
+def _constant_per_call(file: CheckedFile, call: IndexedCall, use: Classified) -> None:
+    """OFF101 for an upload, in a function every step runs, of host data fixed when its object was built.
+
+    `th.tensor(self.timestep_map, device=ts.device)` in a model wrapper's
+    `__call__`, or `th.from_numpy(arr).to(ts.device)[ts]` in a helper every
+    call of which passes a schedule set in `__init__`: the same bytes cross
+    the bus on every forward or sampling step. A device copy made once (a
+    registered buffer, an attribute set on first use) serves every call.
+    """
+    it = iteration_of(file, call)
+    if it is None or it.hot is None or use.data is None:
+        return
+    data = _unwrapped(file, use.data)
+    if data is None or not constant_data(file, data, call.scope):
+        return
+    file.report("OFF101", call.node, api=use.api.display, direction=use.direction, where=it.where(file),
+                between="between calls",
+                advice="upload it once (when the object is built, or on first use) and keep the device copy")
+
+
+HOST_WRAPPERS = frozenset({"torch.from_numpy", "torch.as_tensor", "torch.tensor", "torch.Tensor", "numpy.asarray",
+                           "numpy.array", "numpy.ascontiguousarray"})
+
+
+def _unwrapped(file: CheckedFile, data: cst.BaseExpression) -> cst.BaseExpression | None:
+    """What `th.from_numpy(arr)`, `np.asarray(x)` convert (the uploaded bytes are theirs), else `data` itself."""
+    while isinstance(data, cst.Call):
+        positional = [a for a in data.args if a.keyword is None and not a.star]
+        if file.sem.names.qualify(data.func) not in HOST_WRAPPERS or len(positional) != 1:
+            return None
+        data = positional[0].value
+    return data
 
 
 def _collected(call: IndexedCall) -> bool:
@@ -124,6 +164,13 @@ NUMBA_CREATORS = frozenset({"empty", "empty_like"})
 def _host_alloc(file: CheckedFile, call: IndexedCall, use: Classified, creators: frozenset[str]) -> bool:
     """Report OFF105 when the uploaded array was just built on the host; True when reported."""
     data = use.data
+    if use.api.library == "torch" and isinstance(data, (cst.BinaryOperation, cst.UnaryOperation, cst.Call)):
+        built = _built_from_factory(file, call, data, creators)
+        if built is not None and built is not data:  # `th.exp(-k * th.arange(half) / half).to(t.device)`
+            qualname = file.sem.names.qualify(built.func) or "torch"
+            file.report("OFF105", call.node, api=use.api.display, creator=qualname,
+                        replacement=f"{qualname}(..., device=...)")
+            return True
     if not isinstance(data, cst.Call):
         return False
     sem = file.sem
@@ -149,8 +196,47 @@ def _host_alloc(file: CheckedFile, call: IndexedCall, use: Classified, creators:
     return True
 
 
-SETUP_FUNCTION = re.compile(r"^(?:__init__|__setstate__|__post_init__|setup|set_up|reset_parameters|"
-                            r"load\w*|_load\w*|init\w*|_init\w*|build\w*|from_\w+|create\w*)$")
+# Element-wise torch functions: computed from a host tensor, their result is a host tensor too.
+ELEMENTWISE = frozenset({"exp", "log", "sin", "cos", "sqrt", "pow", "exp2", "log2", "tanh", "sigmoid", "abs",
+                         "outer", "stack", "cat"})
+
+
+def _built_from_factory(file: CheckedFile, call: IndexedCall, data: cst.BaseExpression,
+                        creators: frozenset[str]) -> cst.Call | None:
+    """The host factory (`torch.arange(half)` without a device) an expression of numbers is computed from.
+
+    `th.exp(-math.log(p) * th.arange(0, half) / half)` is built on the host
+    and then copied: made with the factory's `device=` the whole expression
+    runs on the device and nothing crosses the bus. Every array in it must
+    come from such a factory (names of numbers and numbers may join them).
+    """
+    sem = file.sem
+    found: list[cst.Call] = []
+
+    def host_built(node: cst.BaseExpression) -> bool:
+        if isinstance(node, (cst.Integer, cst.Float, cst.Name)):
+            return not isinstance(node, cst.Name) or sem.values.array_lib(node, call.scope) is None
+        if isinstance(node, cst.UnaryOperation):
+            return host_built(node.expression)
+        if isinstance(node, cst.BinaryOperation):
+            return host_built(node.left) and host_built(node.right)
+        if not isinstance(node, cst.Call):
+            return False
+        qualname = sem.names.qualify(node.func) or ""
+        head, _, name = qualname.rpartition(".")
+        if head == "math":
+            return all(host_built(a.value) for a in node.args)
+        if head == "torch" and name in ELEMENTWISE:
+            return all(a.keyword is not None or host_built(a.value) for a in node.args)
+        if head == "torch" and name in creators and not any(a.keyword and a.keyword.value == "device"
+                                                             for a in node.args):
+            inner = sem.calls.classify(node, call.scope)
+            if inner is not None and inner.kind == "host-alloc" and inner.api.factory:
+                found.append(node)
+                return True
+        return False
+
+    return found[0] if host_built(data) and found else None
 
 
 def once(call: IndexedCall) -> bool:
@@ -233,6 +319,9 @@ def _host_random(file: CheckedFile, call: IndexedCall, use: Classified) -> bool:
     return True
 
 
+# What turns Python values into an array (not a creator such as np.zeros(shape), OFF105's business).
+CONVERSIONS = frozenset({"tensor", "as_tensor", "Tensor", "array", "asarray", "asanyarray", "LongTensor",
+                         "FloatTensor", "IntTensor", "BoolTensor", "DoubleTensor", "HalfTensor"})
 PYTHON_BUILDERS = frozenset({"builtins.list", "builtins.tuple", "builtins.int", "builtins.float", "builtins.len",
                              "builtins.range", "builtins.sorted", "builtins.sum", "builtins.min", "builtins.max"})
 
@@ -244,6 +333,49 @@ def _device_in_list(file: CheckedFile, call: IndexedCall, data: cst.BaseExpressi
     return any(not isinstance(e, cst.StarredElement) and (
         file.sem.values.device_at(e.value, call) if isinstance(e.value, cst.Name)
         else file.sem.values.device_lib(e.value, call.scope) is not None) for e in data.elements)
+
+
+# Libraries whose upload of a Python list blocks the host until the device's queue is done (PyTorch copies
+# pageable memory with a stream sync, CuPy with a synchronous copy); JAX puts it on the device asynchronously.
+BLOCKING_UPLOADS = frozenset({"torch", "cupy"})
+WAITING_METHODS = frozenset({"item", "tolist", "cpu", "numpy", "get", "synchronize", "block_until_ready", "asnumpy"})
+
+
+def _waits_anyway(file: CheckedFile, loop: Loop) -> bool:
+    """Does the iteration make the host wait for the device elsewhere (a read, a download, a sync, a blocking
+    upload of an array)?
+
+    A tiny blocking upload waits for the device's queue: where nothing else
+    in the iteration does, it is the wait that keeps the host from queueing
+    the next step (a sampler's `torch.tensor([i] * n, device=dev)` per
+    step); beside a read the iteration makes anyway, it costs only its
+    own few microseconds.
+    """
+    sem = file.sem
+    for call in file.index.calls:
+        if not _inside(call.loop, loop):
+            continue
+        func = call.node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in WAITING_METHODS:
+            return True
+        use = sem.calls.classify(call.node, call.scope)
+        if use is not None and use.kind in ("sync", "d2h"):
+            return True
+        if use is not None and use.kind == "h2d" and use.data is not None and not _python_values(file, call, use.data) \
+                and not any(a.keyword is not None and a.keyword.value == "non_blocking" for a in call.node.args):
+            return True  # `b.to(dev)` of a batch: a blocking copy of real data waits for the queue as well
+        if sem.names.qualify(func) in ("builtins.float", "builtins.int", "builtins.bool") and call.node.args and \
+                sem.values.device_lib(call.node.args[0].value, call.scope) is not None:
+            return True
+    return False
+
+
+def _inside(inner: Loop | None, outer: Loop) -> bool:
+    while inner is not None:
+        if inner is outer:
+            return True
+        inner = inner.parent
+    return False
 
 
 def _round_trip(file: CheckedFile, call: IndexedCall, data: cst.BaseExpression, depth: int = 0) -> bool:
@@ -275,6 +407,20 @@ def _round_trip(file: CheckedFile, call: IndexedCall, data: cst.BaseExpression, 
     return False
 
 
+def _counted(file: CheckedFile, call: IndexedCall, name: cst.Name) -> bool:
+    """Is the list `name` walks made of `range(...)` alone (`list(range(n))[::-1]`): step numbers?"""
+    bindings = file.sem.names.assignments(file.sem.names.name_of(name), call.scope)
+    if not bindings:
+        return False
+    for how, value in bindings:
+        if how != "=" or not isinstance(value, cst.BaseExpression):
+            return False
+        calls = [file.sem.names.qualify(n.func) for n in walk(value) if isinstance(n, cst.Call)]
+        if "builtins.range" not in calls or any(q not in PYTHON_BUILDERS for q in calls):
+            return False
+    return True
+
+
 def _python_values(file: CheckedFile, call: IndexedCall, data: cst.BaseExpression, depth: int = 0) -> bool:
     """Is the uploaded value built from Python numbers and lists (not an array the program computed)?"""
     if depth > 4:
@@ -288,7 +434,13 @@ def _python_values(file: CheckedFile, call: IndexedCall, data: cst.BaseExpressio
     if isinstance(data, cst.ListComp):
         return sem.values.array_lib(data.elt, call.scope) is None
     if isinstance(data, cst.BinaryOperation):
+        if isinstance(data.operator, cst.Multiply) and any(
+                isinstance(side, (cst.List, cst.Tuple)) and _python_values(file, call, side, depth + 1)
+                for side in (data.left, data.right)):
+            return True  # `[i] * batch`: a list repeated, the count an int whatever names it
         return _python_values(file, call, data.left, depth + 1) and _python_values(file, call, data.right, depth + 1)
+    if isinstance(data, cst.Subscript) and isinstance(data.value, (cst.Call, cst.Name, cst.List)):
+        return _python_values(file, call, data.value, depth + 1)  # `list(range(n))[::-1]`
     if isinstance(data, cst.Call):
         qualname = sem.names.qualify(data.func)
         if qualname in PYTHON_BUILDERS:
@@ -296,7 +448,7 @@ def _python_values(file: CheckedFile, call: IndexedCall, data: cst.BaseExpressio
         if isinstance(data.func, cst.Attribute) and qualname is None:
             return _python_values(file, call, data.func.value, depth + 1)  # torch.Tensor([[w]]).long()
         if qualname is not None and qualname.split(".")[0] in ("torch", "numpy") and data.args and \
-                sem.values.array_lib(data, call.scope) is None:
+                qualname.rpartition(".")[2] in CONVERSIONS and sem.values.array_lib(data, call.scope) is None:
             return _python_values(file, call, data.args[0].value, depth + 1)  # torch.tensor([...]), np.array([...])
         return False
     if isinstance(data, cst.Name):
@@ -310,6 +462,9 @@ def _python_values(file: CheckedFile, call: IndexedCall, data: cst.BaseExpressio
             elif how == "for" and isinstance(value, Unpack) and not value.index and isinstance(value.source, cst.Call):
                 if sem.names.qualify(value.source.func) != "builtins.range":
                     return False
+            elif how == "for" and isinstance(value, Unpack) and not value.index and isinstance(value.source, cst.Name):
+                if not _counted(file, call, value.source):
+                    return False  # `for i in indices` with `indices = list(range(n))[::-1]`
             else:
                 return False
         return True
