@@ -30,11 +30,14 @@ signal stays ignored through that teardown.
 
 from __future__ import annotations
 
+import _signal  # the C module alone: `signal` imports `enum`, long enough on a loaded machine for a Ctrl-C to land
 import os
-import signal
 import sys
-from types import FrameType
-from typing import NoReturn
+
+TYPE_CHECKING = False  # `typing` is not imported either: nothing before `install` may take time
+if TYPE_CHECKING:
+    from types import FrameType
+    from typing import NoReturn
 
 _requested = False
 
@@ -47,17 +50,17 @@ def handle(signum: int, frame: FrameType | None) -> None:
 
 def install() -> None:
     """Take over SIGINT for the command's process (never in a library caller's): while it loads, Ctrl-C ends it."""
-    signal.signal(signal.SIGINT, lambda signum, frame: finish())
+    _signal.signal(_signal.SIGINT, lambda signum, frame: finish())
 
 
 def arm() -> None:
     """From here on (inside `main`'s handlers) Ctrl-C is a KeyboardInterrupt, recorded for `check`."""
-    signal.signal(signal.SIGINT, handle)
+    _signal.signal(_signal.SIGINT, handle)
 
 
 def settle() -> None:
     """The command has its exit status and has written its output: from here Ctrl-C changes nothing, so it is ignored."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
 
 
 def requested() -> bool:

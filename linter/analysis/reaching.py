@@ -61,7 +61,7 @@ def _holds(tree: cst.CSTNode, node: cst.CSTNode) -> bool:
     return visitor.found
 
 
-def _surely_before(names: Names, scope: Scope, bound: cst.CSTNode, point: cst.CSTNode) -> bool:
+def surely_before(names: Names, scope: Scope, bound: cst.CSTNode, point: cst.CSTNode) -> bool:
     """Does the binding `bound` run whenever `point` does: no `if` of the scope holds it without the point?"""
     for branch in names.idx.branches:
         node = branch.node
@@ -97,7 +97,7 @@ def host_when_reached(values: Taints, expr: cst.BaseExpression, scope: Scope, in
             host_when_reached(values, s, scope, last, point, depth + 1) for s in sources)
     else:
         return False
-    return host and _surely_before(names, scope, events[last].node, point)
+    return host and surely_before(names, scope, events[last].node, point)
 
 
 def _derived_from(value: cst.BaseExpression) -> list[cst.BaseExpression]:

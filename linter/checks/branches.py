@@ -27,7 +27,7 @@ import libcst as cst
 from ..analysis.loops import walk
 from ..analysis.scopes import IndexedNode, Loop, Scope
 from ..analysis.parameters import root_name
-from ..analysis.reaching import DOWNLOADS, downloaded, host_before_loop
+from ..analysis.reaching import DOWNLOADS, downloaded, host_before_loop, surely_before
 from ..analysis.valuewords import ARRAY_MODULE_NAMES, HOST_MODULES
 from .devicevalues import device_lib, short
 from .file import CheckedFile
@@ -143,22 +143,27 @@ def _host_in_loop(file: CheckedFile, test: cst.BaseExpression, it: Iteration) ->
     The device-value analysis is flow-insensitive: `t_next = image.mean()`
     before the loop and `t_next = (a - b) / c` of floats inside it make
     `t_next` a device value, but from the second iteration on the test
-    sees only the loop's own binding.
+    sees only the loop's own binding: the last one above the test in the
+    iteration, else (a `while` test) the last one of the previous iteration.
     """
     loop = it.loop
     assert loop is not None
     if _device_call(file, test, it):
         return False  # `while cp.linalg.norm(r) > tol:` reads the device whatever its arguments' names hold
     names = {n.value for n in _names_in(test)}
-    host: dict[str, bool] = {}
     events = loop.scope.events
-    for i in range(loop.start, loop.end):
-        event = events[i]
-        if event.kind == "bind" and event.name in names:
-            how, value = event.extra
-            on_host = how == "=" and isinstance(value, cst.BaseExpression) and _host_at(file, value, loop, i)
-            host[event.name] = host.get(event.name, True) and on_host
-    return any(host.values())
+    at = file.line(test)
+    for name in names:
+        binds = [i for i in range(loop.start, loop.end) if events[i].kind == "bind" and events[i].name == name]
+        if not binds:
+            continue
+        before = [i for i in binds if file.line(events[i].node) < at]
+        last = before[-1] if before else binds[-1]  # this iteration's binding, else the previous iteration's
+        how, value = events[last].extra
+        if how == "=" and isinstance(value, cst.BaseExpression) and _host_at(file, value, loop, last) and \
+                surely_before(file.sem.names, loop.scope, events[last].node, test):
+            return True  # `next_word = next_word.item()` above `if next_word == end: break`
+    return False
 
 
 def _device_call(file: CheckedFile, test: cst.BaseExpression, it: Iteration) -> bool:
