@@ -19,7 +19,7 @@ import re
 import libcst as cst
 
 from ..analysis.classes import method_class
-from ..analysis.scopes import Scope, dotted
+from ..analysis.scopes import IndexedCall, Scope, dotted
 from .file import CheckedFile
 
 SETUP_FUNCTION = re.compile(r"^(?:__init__|__setstate__|__post_init__|setup|set_up|reset_parameters|"
@@ -134,3 +134,15 @@ def _argument(call: cst.Call, name: str, position: int) -> cst.BaseExpression | 
             return arg.value
         positional += 1
     return None
+
+
+def once(call: IndexedCall) -> bool:
+    """Is the call in set-up code that runs once (`__init__`, `__setstate__`, `load_*`, `build_*`)?
+
+    A loop there (over parameters, over layers) repeats per object, not per
+    step, so a small per-iteration cost is paid once.
+    """
+    scope = call.scope
+    while scope is not None and scope.kind not in ("function", "module"):
+        scope = scope.parent
+    return scope is not None and scope.kind == "function" and SETUP_FUNCTION.match(scope.name) is not None

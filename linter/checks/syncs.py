@@ -38,6 +38,7 @@ from ..analysis.parameters import root_name
 from ..analysis.scopes import IndexedCall, Loop, Scope, Unpack
 from ..analysis.uses import UseFinder, aborts, path_to
 from .branches import CHECK_ADVICE
+from .constants import once
 from .downloads import kept_metric, metric_download
 from .file import CheckedFile
 from .iteration import Iteration, iteration_of, over_ranks
@@ -213,8 +214,8 @@ def _judge_read(file: CheckedFile, call: IndexedCall, loop: Loop, api: str, valu
                 in_step: bool = False) -> None:
     """A read in a loop; `in_step`: the loop is in a function a step runs, where tensors live on the device."""
     sem = file.sem
-    if sem.loops.rare_branch(call, loop) or over_ranks(file, loop):
-        return
+    if sem.loops.rare_branch(call, loop) or over_ranks(file, loop) or once(call):
+        return  # (a loop in `load_*`, `__init__`: once per object, not per step)
     element = _element_source(file, call, loop, value, in_step)
     if element is not None:
         if file.enabled("OFF302"):

@@ -26,7 +26,7 @@ from ..analysis.loops import few, walk
 from ..analysis.scopes import IndexedCall, Loop, Unpack
 from ..analysis.uses import path_to
 from .file import CheckedFile
-from .constants import SETUP_FUNCTION, constant_data
+from .constants import constant_data, once
 from .fixes import device_create_fix, hoist_fix
 from .iteration import iteration_of, over_ranks
 from .registry import check
@@ -237,18 +237,6 @@ def _built_from_factory(file: CheckedFile, call: IndexedCall, data: cst.BaseExpr
         return False
 
     return found[0] if host_built(data) and found else None
-
-
-def once(call: IndexedCall) -> bool:
-    """Is the call in set-up code that runs once (`__init__`, `__setstate__`, `load_*`, `build_*`)?
-
-    A loop there (over parameters, over layers) repeats per object, not per
-    step, so a small per-iteration cost is paid once.
-    """
-    scope = call.scope
-    while scope is not None and scope.kind not in ("function", "module"):
-        scope = scope.parent
-    return scope is not None and scope.kind == "function" and SETUP_FUNCTION.match(scope.name) is not None
 
 
 RANDOM_FILLS = frozenset({"random_", "uniform_", "normal_", "bernoulli_", "exponential_", "geometric_", "cauchy_",

@@ -43,10 +43,12 @@ def test_every_rule_is_complete_and_its_examples_are_python(rule) -> None:  # ty
 
 def test_messages_format_with_their_fields() -> None:
     rule = CATALOG["OFF101"]
-    assert rule.fields == ("api", "direction", "loop_line")
-    text = rule.format(api="cupy.asarray", direction="host->device", loop_line=3)
-    assert text.startswith("cupy.asarray copies host->device on every iteration of the loop at line 3")
-    with pytest.raises(KeyError, match="OFF101: message needs field 'loop_line'"):
+    assert rule.fields == ("api", "direction", "where", "between", "advice")
+    text = rule.format(api="cupy.asarray", direction="host->device", where="iteration of the loop at line 3",
+                       between="in the loop", advice="hoist it out")
+    assert text == ("cupy.asarray copies host->device on every iteration of the loop at line 3, but nothing it "
+                    "reads changes in the loop; hoist it out")
+    with pytest.raises(KeyError, match="OFF101: message needs field 'where'"):
         rule.format(api="x", direction="y")
 
 
