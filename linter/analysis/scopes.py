@@ -120,6 +120,7 @@ class IndexedNode:
     conds: tuple[tuple[cst.BaseExpression, bool], ...]
     small: cst.CSTNode | None
     store: bool = False  # a subscript assigned into (`a[m] = v`, `a[m] += v`)
+    index: int = 0  # how many events its scope had before it: what ran above it
 
     @property
     def loop(self) -> Loop | None:

@@ -23,23 +23,8 @@ from typing import Any
 import libcst as cst
 
 from .classes import is_self
-from .scopes import (
-    Binding,
-    Event,
-    EventKind,
-    IndexedCall,
-    IndexedNode,
-    Loop,
-    LoopKind,
-    ModuleIndex,
-    Scope,
-    ScopeKind,
-    Unpack,
-    WithItem,
-    dotted,
-    imported_module,
-    target_names,
-)
+from .scopes import (Binding, Event, EventKind, IndexedCall, IndexedNode, Loop, LoopKind, ModuleIndex, Scope, ScopeKind,
+                     Unpack, WithItem, dotted, imported_module, target_names)
 
 
 class Indexer(cst.CSTVisitor):
@@ -75,7 +60,8 @@ class Indexer(cst.CSTVisitor):
         self._emit("bind", name, node, (how, value))
 
     def _place(self, node: cst.CSTNode, store: bool = False) -> IndexedNode:
-        return IndexedNode(node, self.scope, tuple(self.loops), tuple(self.conds), self.small, store)
+        scope = self.scope
+        return IndexedNode(node, scope, tuple(self.loops), tuple(self.conds), self.small, store, len(scope.events))
 
     def _in_new_scope(self, scope: Scope, body: list[cst.CSTNode]) -> None:
         saved = (self.scope, self.loops, self.withs, self.stmts, self.small, self.conds)

@@ -59,19 +59,19 @@ def branches(file: CheckedFile) -> None:
         elif isinstance(node, cst.While):
             loop = loops_by_node.get(id(node))
             if loop is not None and not file.sem.loops.nests_loops(loop, file.index.loops):
-                _stop(file, node.test, Iteration(loop, None, branch.scope), branch.scope)
+                _stop(file, node.test, Iteration(loop, None, branch.scope), branch.scope, branch.index)
         elif isinstance(node, cst.If) and _only_leaves(node):
             it = iteration_of(file, branch, functions=False)
             if it is None or it.loop is None or it.loop.kind == "comp" or _rare(file, branch, it.loop):
                 continue
             if not file.sem.loops.nests_loops(it.loop, file.index.loops):  # else: once per batch of inner work
-                _stop(file, node.test, it, branch.scope)
+                _stop(file, node.test, it, branch.scope, branch.index)
         elif isinstance(node, cst.If) and _sets_stop_flag(node):
             it = iteration_of(file, branch)
             if it is None or (it.loop is not None and (it.loop.kind == "comp" or _rare(file, branch, it.loop)
                                                        or file.sem.loops.nests_loops(it.loop, file.index.loops))):
                 continue
-            _stop(file, node.test, it, branch.scope)
+            _stop(file, node.test, it, branch.scope, branch.index)
 
 
 @check("OFF104")
@@ -123,8 +123,8 @@ def _check(file: CheckedFile, branch: IndexedNode, test: cst.BaseExpression, api
     file.report("OFF104", test, api=api.format(short(file, test)), where=it.where(file), advice=CHECK_ADVICE)
 
 
-def _stop(file: CheckedFile, test: cst.BaseExpression, it: Iteration, scope: Scope) -> None:
-    if (it.loop is not None and _host_in_loop(file, test, it)) or not _reads_device(file, test, scope, it):
+def _stop(file: CheckedFile, test: cst.BaseExpression, it: Iteration, scope: Scope, index: int) -> None:
+    if (it.loop is not None and _host_in_loop(file, test, it, index)) or not _reads_device(file, test, scope, it):
         return
     file.report("OFF104", test, api=f"the stopping test `{short(file, test)}`", where=it.where(file),
                     advice=STOP_ADVICE)
@@ -137,7 +137,7 @@ def _validates(node: cst.Raise) -> bool:
     return name in VALIDATION
 
 
-def _host_in_loop(file: CheckedFile, test: cst.BaseExpression, it: Iteration) -> bool:
+def _host_in_loop(file: CheckedFile, test: cst.BaseExpression, it: Iteration, index: int) -> bool:
     """A name of the test that the loop rebinds to a host value (`t_next = float(...)`): the test reads the host.
 
     The device-value analysis is flow-insensitive: `t_next = image.mean()`
@@ -152,12 +152,11 @@ def _host_in_loop(file: CheckedFile, test: cst.BaseExpression, it: Iteration) ->
         return False  # `while cp.linalg.norm(r) > tol:` reads the device whatever its arguments' names hold
     names = {n.value for n in _names_in(test)}
     events = loop.scope.events
-    at = file.line(test)
     for name in names:
         binds = [i for i in range(loop.start, loop.end) if events[i].kind == "bind" and events[i].name == name]
         if not binds:
             continue
-        before = [i for i in binds if file.line(events[i].node) < at]
+        before = [i for i in binds if i < index]  # (`index`: the events above the test; a `while` has none)
         last = before[-1] if before else binds[-1]  # this iteration's binding, else the previous iteration's
         how, value = events[last].extra
         if how == "=" and isinstance(value, cst.BaseExpression) and _host_at(file, value, loop, last) and \
