@@ -91,27 +91,14 @@ def reductions_on_the_host(file: CheckedFile) -> None:
         if not isinstance(gen, (cst.GeneratorExp, cst.ListComp)):
             continue
         it = iteration_of(file, call)
-        if it is None or (it.loop is not None and it.loop.node is gen.for_in) or \
-                (it.loop is not None and _rare(file, call, it.loop)):
+        if it is None or (it.loop is not None and _rare(file, call, it.loop)):
             continue
         element = gen.elt.expression if isinstance(gen.elt, cst.UnaryOperation) else gen.elt
-        if not _computes_on_device(file, element, call.scope, it) or device_lib(file, element, call.scope, it) is None:
+        if not _device_call(file, element, it) or device_lib(file, element, call.scope, it) is None:
             continue  # `any(x is not y for ...)`, `all(s == 1.0 for s in spacing)`: host tests
         file.report("OFF104", node, api=f"`{name[len('builtins.'):]}()` over device values (one read per element)",
                     where=it.where(file), advice="stack them and reduce on the device (`torch.stack(flags).any()`), "
                                                  "then read one value")
-
-
-def _computes_on_device(file: CheckedFile, element: cst.BaseExpression, scope: Scope, it: Iteration) -> bool:
-    """Does the element call the device library or a device array's method (`th.isfinite(p.grad).all()`)?"""
-    for node in walk(element):
-        if not isinstance(node, cst.Call):
-            continue
-        qualname = file.sem.names.qualify(node.func)
-        if qualname is not None and qualname.split(".")[0] not in HOST_MODULES and \
-                device_lib(file, node, scope, it) is not None:
-            return True
-    return False
 
 
 def _check(file: CheckedFile, branch: IndexedNode, test: cst.BaseExpression, api: str) -> None:
@@ -165,16 +152,17 @@ def _host_in_loop(file: CheckedFile, test: cst.BaseExpression, it: Iteration, in
     return False
 
 
-def _device_call(file: CheckedFile, test: cst.BaseExpression, it: Iteration) -> bool:
-    """Does the test compute on the device itself: a call whose result is a device value (`cp.abs(x).max()`)?"""
-    for node in walk(test):
+def _device_call(file: CheckedFile, expr: cst.BaseExpression, it: Iteration) -> bool:
+    """Does `expr` compute on the device itself: a call of a device library whose result is a device value
+    (`cp.abs(x).max()`, `xp.linalg.norm(r)`, `th.isfinite(p.grad).all()`)?"""
+    for node in walk(expr):
         if not isinstance(node, cst.Call):
             continue
         qualname = file.sem.names.qualify(node.func)
         root = root_name(node.func)
         library = qualname is not None and qualname.split(".")[0] not in HOST_MODULES
         if (library or (root is not None and root.value in ARRAY_MODULE_NAMES)) and \
-                file.sem.values.device_lib(node, it.scope) is not None:
+                device_lib(file, node, it.scope, it) is not None:
             return True  # not `abs(t_next - t_prev)`: a builtin of names that may hold host numbers
     return False
 

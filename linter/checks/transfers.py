@@ -340,9 +340,7 @@ def _waits_anyway(file: CheckedFile, loop: Loop) -> bool:
     own few microseconds.
     """
     sem = file.sem
-    for call in file.index.calls:
-        if not _inside(call.loop, loop):
-            continue
+    for call in loop.calls:  # every call of the iteration, inner loops' too
         func = call.node.func
         if isinstance(func, cst.Attribute) and func.attr.value in WAITING_METHODS:
             return True
@@ -355,14 +353,6 @@ def _waits_anyway(file: CheckedFile, loop: Loop) -> bool:
         if sem.names.qualify(func) in ("builtins.float", "builtins.int", "builtins.bool") and call.node.args and \
                 sem.values.device_lib(call.node.args[0].value, call.scope) is not None:
             return True
-    return False
-
-
-def _inside(inner: Loop | None, outer: Loop) -> bool:
-    while inner is not None:
-        if inner is outer:
-            return True
-        inner = inner.parent
     return False
 
 
