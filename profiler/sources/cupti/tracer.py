@@ -28,8 +28,12 @@ changed by the program.
 
 A host sync (`cudaStreamSynchronize`, `cudaEventSynchronize`,
 `cudaDeviceSynchronize` and their driver calls) is timed by its own
-callbacks: CUPTI's clock as the entry callback returns and as the exit
-callback begins, the time the host waited. CUPTI's SYNCHRONIZATION
+callbacks: CUPTI's clock as the entry callback returns and as the first
+exit callback after the wait begins, the time the host waited. A runtime
+sync makes its driver sync inside, and the driver call's exit callback
+comes first: its work and the runtime exit callback's (3-5 us a step on
+an H200) are the profiler's, not waiting, and lie after the record where
+the replay sets each call's calibrated cost aside. CUPTI's SYNCHRONIZATION
 activity records would say the same, but enabling them also records
 every stream's wait on an event, which the trace has no kind for: in
 PyTorch's word_language_model (116,000 such waits in an epoch, from
@@ -58,7 +62,7 @@ from . import activity as act
 from .apis import COPY, LAUNCH, SYNC, Api
 from .buffers import CStrings, Pool, record_dtypes, records_of
 from .callbacks import (
-    COUNT, DIRECTION, DST, ENTER_NS, INSTR, SRC, CallbackTable, Filed, Inside, Pending, resolve_ids)
+    COUNT, DIRECTION, DST, INSTR, SRC, CallbackTable, Filed, Inside, Pending, resolve_ids)
 from .frames import FrameFilter
 from .listeners import LISTENERS
 from .native import Native, unsubscribe_reporting
@@ -364,6 +368,9 @@ class Tracer:
         copy_threads = self.copy_threads
         pending: dict[int, Pending] = {}  # thread -> its async D2H whose bytes are not known to be final
         awaiting: dict[int, int] = {}  # thread -> correlation id of the sync that makes them final
+        # thread -> the timed sync it waits in; ended by the first exit callback after the wait, the nested driver
+        # call's (a runtime sync's own exit comes after the driver exit callback's work, which is no waiting)
+        in_sync: dict[int, int] = {}
         errors = self.error
         listeners = LISTENERS
 
@@ -376,10 +383,10 @@ class Tracer:
                 where, params, result, corr = read(address)
                 role = entry.role
                 if where != enter_site:
-                    if role == SYNC:  # first: the host's wait ends here, not after this callback's work
-                        timed = calls.get(corr)
-                        if timed is not None and timed[ENTER_NS]:
-                            sync_ends[corr] = timestamp()
+                    if role == SYNC and in_sync:  # first: the host's wait ends here, not after this callback's work
+                        waited = in_sync.pop(get_ident(), None)
+                        if waited is not None:
+                            sync_ends[waited] = timestamp()
                     if is_runtime:
                         outer.pop(get_ident(), None)
                     if role == LAUNCH and sampler is not None and sampler.full and (
@@ -428,6 +435,7 @@ class Tracer:
                     if listeners.fns and (role == SYNC or role == COPY) and not nested:
                         listeners.call(api, frame)
                     if role == SYNC and not nested:  # last: the host's wait starts as this callback returns
+                        in_sync[tid] = corr
                         calls[corr] = (api, site, instr, None, None, None, None, timestamp())
                     return
                 dst, src, count, direction = copy(params)

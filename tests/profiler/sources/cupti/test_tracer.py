@@ -147,6 +147,18 @@ def test_host_syncs_are_timed_by_their_callbacks_once_each(fake) -> None:  # typ
     assert [r.duration_ns for r in records] == [s.end - s.start for s in capture.syncs]
 
 
+@pytest.mark.parametrize("shared", [False, True])
+def test_a_nested_sync_ends_at_the_first_exit_callback_after_the_wait(fake, shared: bool) -> None:  # type: ignore[no-untyped-def]
+    """The driver sync's exit callback runs first; what the callbacks do after it is no waiting (an H200's .item())."""
+    cupti, cuda, frames = fake
+    cuda.shared_correlation = shared
+    t = Tracer(cupti, fingerprints=False, frames=frames, native=cupti.native).start()
+    corr = cuda.synchronize_nested()
+    capture = t.stop()
+    (sync,) = capture.syncs
+    assert sync.correlation == corr and sync.start < sync.end < cuda.driver_returned
+
+
 def test_driver_copies_and_activity_records(fake) -> None:  # type: ignore[no-untyped-def]
     cupti, cuda, frames = fake
     x = np.arange(64, dtype=np.int64)

@@ -202,6 +202,7 @@ class FakeCuda:
         self.fail_next = False
         self.shared_correlation = False  # nested driver calls reuse the runtime call's correlation id
         self.heard: list[int] = []  # the cbid of every callback a subscriber received, entry and exit
+        self.driver_returned = 0  # `synchronize_nested`: the clock as its driver call returned
 
     def _call(self, domain: CallbackDomain, name: str, params: ctypes.Structure | None,
               body: Callable[[], None], corr: int | None = None) -> int:
@@ -314,9 +315,10 @@ class FakeCuda:
 
     def synchronize_nested(self) -> int:
         """`cudaStreamSynchronize` making its driver call (`cuStreamSynchronize`) inside, as the real runtime does;
-        its callbacks time it."""
+        its callbacks time it. `driver_returned`: the clock once the driver call's exit callbacks are done."""
         def body() -> None:
             self._call(CallbackDomain.DRIVER_API, "cuStreamSynchronize", None, lambda: None)
+            self.driver_returned = self.cupti.get_timestamp()
 
         return self._call(CallbackDomain.RUNTIME_API, "cudaStreamSynchronize_v3020", None, body)
 
