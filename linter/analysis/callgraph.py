@@ -36,6 +36,18 @@ ROLE_TEXT = {
 
 
 @dataclass(frozen=True)
+class Uploader:
+    """A function of the project that returns its parameter `data` copied to the device (`analysis.uploaders`)."""
+
+    function: str  # qualified name: `pylops.utils.backend.to_cupy`
+    library: str  # whose upload it makes: "cupy", "torch"
+    data: int  # the position of the parameter it uploads
+    device: int = -1  # the position of its device parameter (`to_device(x, device)`), -1 when it has none
+    device_name: str = ""  # that parameter's name, for a call that passes it by keyword
+    via: str = ""  # the copy inside, as the catalog shows it (`cupy.asarray`)
+
+
+@dataclass(frozen=True)
 class Summary:
     """What one file tells the project about its functions (qualified names: `pkg.mod.Class.method`)."""
 
@@ -49,6 +61,7 @@ class Summary:
     hot_here: tuple[str, ...] = ()  # functions this file's own summary makes hot (no need to be told)
     held_calls: tuple[tuple[str, tuple[str, ...]], ...] = ()  # `Class.attr` -> the methods called on `self.attr`
     device_kwargs: tuple[str, ...] = ()  # callees handed device values as keywords (`meter.update(**losses)`)
+    uploads: tuple[Uploader, ...] = ()  # functions that return an upload of a parameter (`to_cupy(x)`)
 
 
 @dataclass(frozen=True)

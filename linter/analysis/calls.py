@@ -23,6 +23,7 @@ from .values import DeviceValues
 # Names that hold a device: `device`, `devs`, `self.gpu`, `gpu_id`, `local_rank` (`.to(local_rank)` is cuda:N).
 # PyTorch's legacy tensor types: `x.type(torch.FloatTensor)` moves x to the host, `torch.cuda.FloatTensor` to the GPU
 TENSOR_TYPE = re.compile(r"^torch\.(cuda\.)?(?:Float|Double|Half|BFloat16|Byte|Char|Short|Int|Long|Bool)Tensor$")
+DEVICE_GETTER = re.compile(r"(?:get_|current_)?device", re.I)
 DEVICE_NAME = re.compile(r"(?:^|_)(?:(?:device|dev|gpu|cuda)(?:s|_ids?|_index|_idx)?|(?:local_)?rank)$", re.I)
 
 
@@ -188,7 +189,11 @@ class Calls:
             if qualname == "torch.device":
                 inner = self.destination(argument(expr, 0, "type"), scope, depth + 1)
                 return inner or "device"
-            return None
+            func = expr.func
+            called = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(
+                func, cst.Name) else ""
+            # `backend.get_device(x)`, `cp.cuda.Device(i)`, `torch.cuda.current_device()`: where the work runs
+            return "device" if DEVICE_GETTER.fullmatch(called) else None
         if isinstance(expr, cst.Name):
             found = {self.destination(v, scope, depth + 1) for how, v in self.names.assignments(expr.value, scope)
                      if how in ("=", "with") and isinstance(v, cst.BaseExpression)}

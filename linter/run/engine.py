@@ -28,12 +28,13 @@ from __future__ import annotations
 import ast
 import gc
 import traceback
+from dataclasses import replace
 from typing import Mapping
 
 import libcst as cst
 
 from .. import interrupt
-from ..analysis.apis import ApiIndex
+from ..analysis.apis import Api, ApiIndex
 from ..analysis.callgraph import Hot
 from ..analysis.project import KernelIndex
 from ..analysis.scopes import ModuleIndex
@@ -46,6 +47,7 @@ from ..findings import FileResult, Finding
 from ..inputs import suppressions
 from ..inputs.notebooks import CellMap
 from ..inputs.source import Decoded, DecodeError, decode
+from .helpers import told as told_helpers
 
 #: the codes the engine reports itself: a file that cannot be read, parsed, or is too large never reaches a check
 DIAGNOSTICS = ("OFF901", "OFF902", "OFF903")
@@ -99,11 +101,14 @@ def lint_text(
     prefilter: bool = True,
     cells: CellMap | None = None,
     hot: Mapping[str, Hot] | None = None,
+    helpers: Mapping[str, Api] | None = None,
 ) -> FileResult:
     """Lint one file's text; for a notebook, `text` is its cells' Python and `cells` their map.
 
     `hot` is what the project knows of functions other files run once per
     iteration (the runner's call graph); the file adds what it sees itself.
+    `helpers`: the project's upload helpers this file calls, by the name it
+    calls them (`run.helpers`), added to its catalog.
 
     Python's cyclic garbage collector is paused meanwhile: a LibCST tree is
     hundreds of thousands of objects, none of them garbage while the file is
@@ -113,7 +118,11 @@ def lint_text(
     collecting = gc.isenabled()
     gc.disable()
     try:
+        if helpers:
+            apis = replace(apis, calls={**apis.calls, **helpers})
         result = _lint(text, settings, apis, kernels, path, module_name, is_package, prefilter, cells, hot)
+        if helpers:
+            result = replace(result, told=result.told + told_helpers(helpers))
     finally:
         if collecting:
             gc.enable()

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from ..analysis.apis import ApiIndex
+from ..analysis.apis import Api, ApiIndex
 from ..analysis.callgraph import Hot, Summary, hot_functions
 from ..analysis.project import KernelIndex
 from ..config.pyproject import Config, matches
@@ -44,6 +44,8 @@ from ..findings import FileResult
 from ..inputs.notebooks import CellMap, Notebook, NotebookError, is_notebook
 from ..inputs.source import DecodeError, UnreadableError, decode, read_source
 from .cache import Cache
+from .helpers import project_helpers
+from .helpers import told as told_helpers
 from .workers import WorkerDied, die_with_parent
 
 _STATE: dict[str, Any] = {}
@@ -186,7 +188,8 @@ def _init_worker(settings: RuleSettings, apis: ApiIndex, parent: int | None = No
     _STATE["apis"] = apis
 
 
-def _lint_job(job: Job, sigs: dict, hot: Mapping[str, Hot] | None = None) -> FileResult:  # type: ignore[type-arg]
+def _lint_job(job: Job, sigs: dict, hot: Mapping[str, Hot] | None = None,  # type: ignore[type-arg]
+              helpers: Mapping[str, Api] | None = None) -> FileResult:
     from .engine import lint_text  # LibCST loads only when a file needs parsing
     kernels = _STATE.get("kernels")
     if kernels is None or _STATE.get("sigs") is not sigs:
@@ -195,11 +198,13 @@ def _lint_job(job: Job, sigs: dict, hot: Mapping[str, Hot] | None = None) -> Fil
     return lint_text(
         job.text, _STATE["settings"], _STATE["apis"], kernels,
         path=job.display, module_name=job.module_name, is_package=job.is_package, cells=job.cells, hot=hot,
+        helpers=helpers,
     )
 
 
-def _lint_chunk(chunk: list[Job], sigs: dict, hots: Mapping[str, Mapping[str, Hot]]) -> list[FileResult]:  # type: ignore[type-arg]
-    return [_lint_job(job, sigs, hots.get(job.display)) for job in chunk]
+def _lint_chunk(chunk: list[Job], sigs: dict, hots: Mapping[str, Mapping[str, Hot]],  # type: ignore[type-arg]
+                helpers: Mapping[str, Mapping[str, Api]]) -> list[FileResult]:
+    return [_lint_job(job, sigs, hots.get(job.display), helpers.get(job.display)) for job in chunk]
 
 
 class Runner:
@@ -224,12 +229,15 @@ class Runner:
             self._pool.shutdown(cancel_futures=True)
 
     def _map(self, jobs: list[Job], sigs: dict,  # type: ignore[type-arg]
-             hots: Mapping[str, Mapping[str, Hot]] | None = None) -> list[FileResult]:
+             hots: Mapping[str, Mapping[str, Hot]] | None = None,
+             helpers: Mapping[str, Mapping[str, Api]] | None = None) -> list[FileResult]:
         hots = hots or {}
+        helpers = helpers or {}
         if self.jobs == 1 or len(jobs) < 8:
             _init_worker(self.settings, self.apis)
             return [r for i, job in enumerate(jobs)
-                    if (r := self._tick(_lint_job(job, sigs, hots.get(job.display)), i, len(jobs)))]
+                    if (r := self._tick(_lint_job(job, sigs, hots.get(job.display), helpers.get(job.display)),
+                                        i, len(jobs)))]
         if self._pool is None:
             method = "fork" if sys.platform.startswith("linux") else "spawn"
             self._pool = ProcessPoolExecutor(
@@ -239,9 +247,11 @@ class Runner:
         size = max(1, min(64, len(jobs) // (self.jobs * 4)))
         chunks = [jobs[i:i + size] for i in range(0, len(jobs), size)]
         parts = [{job.display: hots[job.display] for job in chunk if job.display in hots} for chunk in chunks]
+        helper_parts = [{job.display: helpers[job.display] for job in chunk if job.display in helpers}
+                        for chunk in chunks]
         out: list[FileResult] = []
         try:
-            for chunk_result in self._pool.map(_lint_chunk, chunks, [sigs] * len(chunks), parts):
+            for chunk_result in self._pool.map(_lint_chunk, chunks, [sigs] * len(chunks), parts, helper_parts):
                 out.extend(chunk_result)
                 self._tick(None, len(out) - 1, len(jobs))
         except BrokenProcessPool:
@@ -324,8 +334,10 @@ class Runner:
         fresh.update(zip((j.display for j in redo), self._map(redo, sigs)))
         done.update(fresh)
         hots = _project_hot(done, self.drives)
-        told = [j for j in candidates if tuple(sorted(hots.get(j.display, {}))) != done[j.display].told]
-        fresh.update(zip((j.display for j in told), self._map(told, sigs, hots)))
+        helpers = project_helpers(done)
+        told = [j for j in candidates if tuple(sorted(hots.get(j.display, {}))) + told_helpers(helpers.get(j.display))
+                != done[j.display].told]
+        fresh.update(zip((j.display for j in told), self._map(told, sigs, hots, helpers)))
         out.relinted = len(told)
         done.update(fresh)
         out.cached = len(candidates) - len(fresh)

@@ -1,0 +1,66 @@
+"""The project's upload helpers as catalog entries, for each file that calls one.
+
+Each file's summary lists the functions it defines that return an upload
+of a parameter (`analysis.uploaders`) and the functions it calls (its
+call-graph roots and edges). Once every file is summarised, a call of
+such a helper is matched to it by qualified name, by a unique tail (a
+script that imports its sibling module by a shorter name), or by its
+package and name when one helper of the package has it (`sp.to_device`,
+re-exported by `sigpy/__init__.py`, is `sigpy.backend.to_device`). The
+file is then linted again with those calls in its catalog as uploads of
+the helper's library; `told` records which it was linted with, so a cached
+result is reused only while the project's helpers stay the same.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from ..analysis.apis import Api
+from ..analysis.callgraph import Summary, Uploader
+from ..findings import FileResult
+
+TOLD = "upload:"  # how a helper the file was linted with is written in its result's `told`
+
+
+def project_helpers(done: Mapping[str, FileResult]) -> dict[str, dict[str, Api]]:
+    """Per file, the helper calls it makes: the name the file calls them by -> the catalog entry."""
+    summaries = {path: r.summary for path, r in done.items() if isinstance(r.summary, Summary)}
+    helpers = {u.function: u for s in summaries.values() for u in s.uploads}
+    if not helpers:
+        return {}
+    by_tail: dict[str, list[Uploader]] = {}
+    by_package: dict[tuple[str, str], list[Uploader]] = {}
+    for u in helpers.values():
+        parts = u.function.split(".")
+        for i in range(1, len(parts)):
+            by_tail.setdefault(".".join(parts[i:]), []).append(u)
+        by_package.setdefault((parts[0], parts[-1]), []).append(u)
+    out: dict[str, dict[str, Api]] = {}
+    for path, summary in summaries.items():
+        called = {callee for callee, *_ in summary.roots} | {callee for _, callee in summary.edges}
+        mine: dict[str, Api] = {}
+        for callee in sorted(called):
+            found = helpers.get(callee)
+            if found is None and "." in callee:
+                tails = by_tail.get(callee, [])
+                parts = callee.split(".")
+                same = by_package.get((parts[0], parts[-1]), [])
+                found = tails[0] if len(tails) == 1 else same[0] if len(same) == 1 else None
+            if found is not None:
+                mine[callee] = _entry(found, callee)
+        if mine:
+            out[path] = mine
+    return out
+
+
+def told(helpers: Mapping[str, Api] | None) -> tuple[str, ...]:
+    """The part of a result's `told` that says which helpers it was linted with."""
+    return tuple(TOLD + name for name in sorted(helpers or {}))
+
+
+def _entry(helper: Uploader, called_as: str) -> Api:
+    return Api(library=helper.library, kind="h2d", display=f"{helper.function} ({helper.via} inside)",
+               call=called_as, method=None, receiver=None, arg=helper.data,
+               device_arg=helper.device if helper.device >= 0 else None, device_kwarg=helper.device_name or None,
+               device_namespace=None, factory=False, returns=None)

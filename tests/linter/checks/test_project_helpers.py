@@ -1,0 +1,139 @@
+"""A project's own upload helpers (`to_cupy(x)`, `backend.to_device(x, device)`) are uploads where they are called.
+
+Small examples written for these tests, in the shapes seen on unseen code
+(issue 31): a CuPy operator library converting its inputs through a helper
+of its `utils` module, and an imaging library whose linear operators hand a
+set-up trajectory to `backend.to_device` on every application. Each failed
+before helpers were summarised across files (the helper's own `cp.asarray`
+is not in the loop's file, so nothing was reported).
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+from ..kit import run_cli
+
+BACKEND = """\
+    import cupy as cp
+    import numpy as np
+
+    cpu_device = -1
+
+
+    def to_gpu(x):
+        if cp.get_array_module(x) is np:
+            x = cp.asarray(x)
+        return x
+
+
+    def to_device(x, device=cpu_device):
+        if device == cpu_device:
+            return x.get() if cp.get_array_module(x) is cp else x
+        with cp.cuda.Device(device):
+            return cp.asarray(x)
+
+
+    def get_device(x):
+        return cp.cuda.Device(x.device.id) if cp.get_array_module(x) is cp else cpu_device
+    """
+
+
+def _project(tmp_path: Path, **files: str) -> Path:
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "__init__.py").write_text("from lib.backend import *  # noqa\n")
+    (tmp_path / "lib" / "backend.py").write_text(textwrap.dedent(BACKEND))
+    for name, text in files.items():
+        (tmp_path / "lib" / f"{name}.py").write_text(textwrap.dedent(text))
+    return tmp_path
+
+
+def _findings(root: Path, *args: str) -> list[dict[str, object]]:
+    proc = run_cli("--format", "json", *args, "--select", "OFF101", ".", cwd=root)
+    assert proc.returncode in (0, 1), proc.stderr
+    return json.loads(proc.stdout)  # type: ignore[no-any-return]
+
+
+SOLVER = """\
+    import numpy as np
+    import cupy as cp
+
+    from lib.backend import to_gpu
+
+
+    def smooth(y, steps):
+        weights = np.hanning(64)
+        for _ in range(steps):
+            w = to_gpu(weights)
+            y = cp.convolve(y, w, mode="same")
+        return y
+
+
+    def per_batch(batches):
+        out = []
+        for batch in batches:
+            out.append(to_gpu(batch).sum())
+        return out
+    """
+
+
+def test_a_helper_upload_of_loop_invariant_data_is_reported_at_its_call(tmp_path: Path) -> None:
+    root = _project(tmp_path, solver=SOLVER)
+    found = _findings(root, "--no-cache")
+    assert [(f["path"], f["line"], f["code"]) for f in found] == [("lib/solver.py", 10, "OFF101")]
+    assert found[0]["message"].startswith(  # type: ignore[union-attr]
+        "lib.backend.to_gpu (cupy.asarray inside) copies host->device on every iteration of the loop at line 9")
+
+
+OPERATOR = """\
+    import numpy as np
+    import cupy as cp
+
+    import lib as lb
+    from lib import backend
+
+
+    class Resample:
+        def __init__(self, coord):
+            self.coord = np.asarray(coord)
+
+        def apply(self, x):
+            return self._apply(x)
+
+        def _apply(self, x):
+            coord = backend.to_device(self.coord, backend.get_device(x))
+            return x[..., :1] * coord.sum()
+
+        def gather(self, x):
+            host = lb.to_device(x, lb.cpu_device)
+            return host
+
+
+    def iterate(coord, x, steps):
+        op = Resample(coord)
+        for _ in range(steps):
+            x = op.apply(x)
+            kept = op.gather(x)
+        return x, kept
+    """
+
+
+def test_a_per_step_method_uploading_set_up_data_through_a_re_exported_helper(tmp_path: Path) -> None:
+    root = _project(tmp_path, operator=OPERATOR)
+    found = _findings(root, "--no-cache")
+    assert [(f["path"], f["line"], f["code"]) for f in found] == [("lib/operator.py", 16, "OFF101")]
+    message = str(found[0]["message"])
+    assert message.startswith("lib.backend.to_device (cupy.asarray inside) copies host->device on every call of "
+                              "`Resample._apply`") and "between calls" in message
+
+
+def test_the_cache_forgets_a_helper_that_no_longer_uploads(tmp_path: Path) -> None:
+    root = _project(tmp_path, solver=SOLVER)
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    assert [f["line"] for f in _findings(root, *cache)] == [10]
+    assert [f["line"] for f in _findings(root, *cache)] == [10], "a warm run keeps what the helper makes of the call"
+    backend = root / "lib" / "backend.py"
+    backend.write_text(backend.read_text().replace("x = cp.asarray(x)", "x = cp.asarray(x).get()"))
+    assert _findings(root, *cache) == [], "the calling file is linted again once its helper changes"
