@@ -13,7 +13,9 @@ on the device afterwards.
 
 When the helper takes a device parameter (`to_device(x, device)`), a call
 copies only when that argument names a device: `to_device(x, cpu_device)`
-is a download, or nothing, and is not an upload.
+is a download, or nothing, and is not an upload. A helper that puts its
+parameter on the CPU device (big_vision's `put_cpu`: `jax.device_put(x,
+jax.local_devices(backend="cpu")[0])`) is no upload helper at all.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ def uploaders(idx: ModuleIndex, calls: Calls, qualname: Callable[[Scope], str]) 
         use = calls.classify(call.node, scope)
         if use is None or use.kind != "h2d" or not isinstance(use.data, cst.Name) or use.data.value not in params:
             continue
-        if not _returned(call, node):
+        if not _returned(call, node) or _names_the_cpu(idx, call.node, use.data):
             continue
         name = qualname(scope)
         if name in found:
@@ -54,6 +56,11 @@ def uploaders(idx: ModuleIndex, calls: Calls, qualname: Callable[[Scope], str]) 
         found[name] = Uploader(name, use.api.library, data, device, params[device] if device >= 0 else "",
                                use.api.display)
     return tuple(found.values())
+
+
+def _names_the_cpu(idx: ModuleIndex, call: cst.Call, data: cst.BaseExpression) -> bool:
+    """Does another argument send the data to the CPU: `jax.device_put(x, jax.local_devices(backend="cpu")[0])`?"""
+    return any(arg.value is not data and "cpu" in idx.module.code_for_node(arg.value).lower() for arg in call.args)
 
 
 def _returned(call: IndexedCall, node: cst.FunctionDef) -> bool:

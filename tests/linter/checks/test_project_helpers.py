@@ -137,3 +137,25 @@ def test_the_cache_forgets_a_helper_that_no_longer_uploads(tmp_path: Path) -> No
     backend = root / "lib" / "backend.py"
     backend.write_text(backend.read_text().replace("x = cp.asarray(x)", "x = cp.asarray(x).get()"))
     assert _findings(root, *cache) == [], "the calling file is linted again once its helper changes"
+
+
+def test_a_helper_that_puts_data_on_the_cpu_device_is_no_upload(tmp_path: Path) -> None:
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "__init__.py").write_text("")
+    (tmp_path / "proj" / "utils.py").write_text(textwrap.dedent("""\
+        import jax
+
+
+        def put_cpu(x):
+            return jax.device_put(x, jax.local_devices(backend="cpu")[0])
+        """))
+    (tmp_path / "proj" / "train.py").write_text(textwrap.dedent("""\
+        import jax
+        from proj import utils as u
+
+
+        def report(schedules, step, log):
+            for fn in schedules:
+                log(fn(u.put_cpu(step - 1)))
+        """))
+    assert _findings(tmp_path, "--no-cache") == []
