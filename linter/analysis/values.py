@@ -29,6 +29,7 @@ its memo of classifications after each pass of the solution.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Protocol
 
 import libcst as cst
@@ -323,6 +324,8 @@ class DeviceValues:
         if not self.names.libraries:
             return None
         for arg in call.args:
+            if "jax" in self.names.libraries and _random_key(arg):
+                continue  # JAX threads PRNG keys through builders and factories: `make_actor(actor_key, ...)`
             lib = self.taint(arg.value, scope, depth + 1)
             if lib is not None and not lib.endswith(MAYBE):
                 return lib
@@ -473,3 +476,13 @@ class DeviceValues:
             found = lib
         return found
 
+
+RANDOM_KEY = re.compile(r"(?:^|_)(?:key|rng|prng_key|seed)s?$", re.I)
+
+
+def _random_key(arg: cst.Arg) -> bool:
+    """An argument that is a JAX PRNG key by its name (`key`, `actor_key`, `rng`), or given as `key=...`/`rng=...`."""
+    value = arg.value
+    name = value.value if isinstance(value, cst.Name) else value.attr.value if isinstance(value, cst.Attribute) else ""
+    keyword = arg.keyword.value if arg.keyword is not None else ""
+    return bool(RANDOM_KEY.search(name) or RANDOM_KEY.search(keyword))

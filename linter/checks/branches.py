@@ -224,9 +224,9 @@ def _reads_device(file: CheckedFile, test: cst.BaseExpression, scope: Scope, it:
         return _reads_device(file, test.expression, scope, it)
     if isinstance(test, cst.BooleanOperation):
         return _reads_device(file, test.left, scope, it) or _reads_device(file, test.right, scope, it)
-    if isinstance(test, cst.Comparison) and all(
-            isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in test.comparisons):
-        return False  # `x is None`, `k in table`: identity and membership read no device data
+    if _host_truth(test) or isinstance(test, cst.Comparison) and _host_truth(test.left) and all(
+            _host_truth(c.comparator) for c in test.comparisons):
+        return False  # `(y is None) == (n is None)`: Python truths compared on the host
     if device_lib(file, test, scope, it) is not None:
         return True
     stack: list[cst.CSTNode] = [test]
@@ -246,6 +246,16 @@ def _reads_device(file: CheckedFile, test: cst.BaseExpression, scope: Scope, it:
                     return True
         stack.extend(node.children)
     return False
+
+
+def _host_truth(expr: cst.BaseExpression) -> bool:
+    """A Python bool whatever the operands hold: `x is None`, `k in table`, `not` of one, `True`/`False`."""
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+        return _host_truth(expr.expression)
+    if isinstance(expr, cst.Name):
+        return expr.value in ("True", "False")
+    return isinstance(expr, cst.Comparison) and all(
+        isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in expr.comparisons)
 
 
 def _only_leaves(node: cst.If) -> bool:
