@@ -43,6 +43,7 @@ class Api:
     returns: str | None  # "host" | "device" | None (from the kind)
     direction_arg: int | None = None  # cudaMemcpy(dst, src, n, kind): the argument naming the direction
     blocking: bool = False  # the host waits for it (a copy back to pageable memory, a sync)
+    unless_false: str | None = None  # a keyword that, given `False`, makes the call copy nothing (project helpers)
 
     @property
     def direction(self) -> str:

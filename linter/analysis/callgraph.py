@@ -36,15 +36,17 @@ ROLE_TEXT = {
 
 
 @dataclass(frozen=True)
-class Uploader:
-    """A function of the project that returns its parameter `data` copied to the device (`analysis.uploaders`)."""
+class CopyHelper:
+    """A function of the project that returns its parameter `data` copied to or from the device (`copyhelpers`)."""
 
     function: str  # qualified name: `pylops.utils.backend.to_cupy`
-    library: str  # whose upload it makes: "cupy", "torch"
-    data: int  # the position of the parameter it uploads
+    library: str  # whose copy it makes: "cupy", "torch", "jax"
+    kind: str  # "h2d" | "d2h"
+    data: int  # the position of the parameter it copies
     device: int = -1  # the position of its device parameter (`to_device(x, device)`), -1 when it has none
     device_name: str = ""  # that parameter's name, for a call that passes it by keyword
     via: str = ""  # the copy inside, as the catalog shows it (`cupy.asarray`)
+    flag: str = ""  # a parameter that picks the copy (`... if as_numpy else x`): a call passing it False copies nothing
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,8 @@ class Summary:
     hot_here: tuple[str, ...] = ()  # functions this file's own summary makes hot (no need to be told)
     held_calls: tuple[tuple[str, tuple[str, ...]], ...] = ()  # `Class.attr` -> the methods called on `self.attr`
     device_kwargs: tuple[str, ...] = ()  # callees handed device values as keywords (`meter.update(**losses)`)
-    uploads: tuple[Uploader, ...] = ()  # functions that return an upload of a parameter (`to_cupy(x)`)
+    copy_helpers: tuple[CopyHelper, ...] = ()  # functions that return a copy of a parameter (`to_cupy(x)`)
+    reexports: tuple[tuple[str, str], ...] = ()  # a package's names -> what they are (`acme.Learner` -> `acme.core.Learner`)
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,7 @@ class Graph:
             self.bases.update(s.bases)
             self.attributes.update(s.attributes)
         self._subclasses: dict[str, list[str]] | None = None
+        self._class_names: set[str] | None = None
         self.held_calls: dict[str, set[str]] = {}
         for s in self.summaries:
             for owner, methods in s.held_calls:
@@ -124,6 +128,33 @@ class Graph:
             parts = name.split(".")
             for i in range(1, len(parts)):
                 self._by_tail.setdefault(".".join(parts[i:]), []).append(name)
+        self.reexports = {name: target for s in self.summaries for name, target in s.reexports}
+        self.bases = {cls: tuple(self._known_class(b) for b in bases) for cls, bases in self.bases.items()}
+
+    def _known_class(self, base: str) -> str:
+        """A base class as the project defines it: `acme.Learner` (a package's re-export) is `acme.core.Learner`.
+
+        A name no file defines is what its package's `__init__` imports under
+        it, else the one class of the same package and name, so that its
+        subclasses' overrides are found.
+        """
+        if base in self.bases or "." not in base:
+            return base
+        if base in self.reexports:
+            return self.reexports[base]
+        top, last = base.partition(".")[0], base.rpartition(".")[2]
+        found = [c for c in self._classes() if c.split(".")[0] == top and c.rpartition(".")[2] == last]
+        return found[0] if len(found) == 1 else base
+
+    def _classes(self) -> set[str]:
+        if self._class_names is None:
+            names = set(self.bases)
+            for function in self.functions:
+                owner = function.rpartition(".")[0]
+                if owner.rpartition(".")[2][:1].isupper():
+                    names.add(owner)
+            self._class_names = names
+        return self._class_names
 
     def overrides(self, function: str) -> list[str]:
         """`D.m` for every subclass `D` (at any depth) of `C` that redefines `C.m`: what `self.m()` in `C` may run.

@@ -107,6 +107,10 @@ class Calls:
     def _call_use(self, api: Api, call: cst.Call, scope: Scope) -> Classified | None:
         data = argument(call, api.arg if api.arg is not None else 0, None)
         kind = api.kind
+        if api.unless_false is not None:
+            flag = argument(call, None, api.unless_false)
+            if isinstance(flag, cst.Name) and flag.value == "False":
+                return None  # `get_from_first_device(x, as_numpy=False)`: the helper's copy is not made
         if api.direction_arg is not None:  # cudaMemcpy(..., cudaMemcpyKind.cudaMemcpyHostToDevice)
             named = dotted(argument(call, api.direction_arg, "kind"))
             if named.endswith("HostToDevice"):

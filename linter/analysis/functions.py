@@ -31,7 +31,7 @@ from .names import Names
 from .reaching import Taints
 from .valuewords import MAYBE
 from .scopes import IndexedCall, Scope
-from .uploaders import uploaders
+from .copyhelpers import copy_helpers
 
 LOSS_NAME = re.compile(r"^(?:losses?|compute_loss(?:es)?|get_loss(?:es)?|loss_\w+|\w+_loss(?:es)?)$")
 STEP_NAME = re.compile(r"^(?:\w+_step|run_step|train_one_step)$")
@@ -222,7 +222,7 @@ class Functions:
                     edges.append((self.qualname(owner), callee))
         summary = Summary(
             held_calls=self._held_calls(), device_kwargs=self._device_kwargs(),
-            uploads=uploaders(self.idx, self.loops.calls, self.qualname),
+            copy_helpers=copy_helpers(self.idx, self.loops.calls, self.qualname),
             functions=tuple(functions), looping=tuple(sorted(set(looping))), bases=self._bases(),
             attributes=self._attributes(), roles=tuple(roles), roots=tuple(dict.fromkeys(roots)),
             edges=tuple(dict.fromkeys(edges)),

@@ -107,7 +107,7 @@ def lint_text(
 
     `hot` is what the project knows of functions other files run once per
     iteration (the runner's call graph); the file adds what it sees itself.
-    `helpers`: the project's upload helpers this file calls, by the name it
+    `helpers`: the project's copy helpers this file calls, by the name it
     calls them (`run.helpers`), added to its catalog.
 
     Python's cyclic garbage collector is paused meanwhile: a LibCST tree is

@@ -1,13 +1,14 @@
-"""The project's upload helpers as catalog entries, for each file that calls one.
+"""The project's copy helpers as catalog entries, for each file that calls one.
 
-Each file's summary lists the functions it defines that return an upload
-of a parameter (`analysis.uploaders`) and the functions it calls (its
+Each file's summary lists the functions it defines that return a copy of
+a parameter to or from the device (`analysis.copyhelpers`) and the
+functions it calls (its
 call-graph roots and edges). Once every file is summarised, a call of
 such a helper is matched to it by qualified name, by a unique tail (a
 script that imports its sibling module by a shorter name), or by its
 package and name when one helper of the package has it (`sp.to_device`,
 re-exported by `sigpy/__init__.py`, is `sigpy.backend.to_device`). The
-file is then linted again with those calls in its catalog as uploads of
+file is then linted again with those calls in its catalog as copies of
 the helper's library; `told` records which it was linted with, so a cached
 result is reused only while the project's helpers stay the same.
 """
@@ -17,20 +18,20 @@ from __future__ import annotations
 from typing import Mapping
 
 from ..analysis.apis import Api
-from ..analysis.callgraph import Summary, Uploader
+from ..analysis.callgraph import CopyHelper, Summary
 from ..findings import FileResult
 
-TOLD = "upload:"  # how a helper the file was linted with is written in its result's `told`
+TOLD = "helper:"  # how a helper the file was linted with is written in its result's `told`
 
 
 def project_helpers(done: Mapping[str, FileResult]) -> dict[str, dict[str, Api]]:
-    """Per file, the helper calls it makes: the name the file calls them by -> the catalog entry."""
+    """Per file, the copy-helper calls it makes: the name the file calls them by -> the catalog entry."""
     summaries = {path: r.summary for path, r in done.items() if isinstance(r.summary, Summary)}
-    helpers = {u.function: u for s in summaries.values() for u in s.uploads}
+    helpers = {h.function: h for s in summaries.values() for h in s.copy_helpers}
     if not helpers:
         return {}
-    by_tail: dict[str, list[Uploader]] = {}
-    by_package: dict[tuple[str, str], list[Uploader]] = {}
+    by_tail: dict[str, list[CopyHelper]] = {}
+    by_package: dict[tuple[str, str], list[CopyHelper]] = {}
     for u in helpers.values():
         parts = u.function.split(".")
         for i in range(1, len(parts)):
@@ -59,8 +60,9 @@ def told(helpers: Mapping[str, Api] | None) -> tuple[str, ...]:
     return tuple(TOLD + name for name in sorted(helpers or {}))
 
 
-def _entry(helper: Uploader, called_as: str) -> Api:
-    return Api(library=helper.library, kind="h2d", display=f"{helper.function} ({helper.via} inside)",
-               call=called_as, method=None, receiver=None, arg=helper.data,
-               device_arg=helper.device if helper.device >= 0 else None, device_kwarg=helper.device_name or None,
-               device_namespace=None, factory=False, returns=None)
+def _entry(helper: CopyHelper, called_as: str) -> Api:
+    return Api(library=helper.library, kind="h2d" if helper.kind == "h2d" else "d2h",
+               display=f"{helper.function} ({helper.via} inside)", call=called_as, method=None, receiver=None,
+               arg=helper.data, device_arg=helper.device if helper.device >= 0 else None,
+               device_kwarg=helper.device_name or None, device_namespace=None, factory=False, returns=None,
+               blocking=helper.kind == "d2h", unless_false=helper.flag or None)

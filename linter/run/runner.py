@@ -37,6 +37,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..analysis.apis import Api, ApiIndex
 from ..analysis.callgraph import Hot, Summary, hot_functions
+from ..analysis.plainsummary import plain_summary
 from ..analysis.project import KernelIndex
 from ..config.pyproject import Config, matches
 from ..config.rules import RuleSettings, diagnostic
@@ -220,6 +221,7 @@ class Runner:
             self.jobs = 1
         self.progress = progress and sys.stderr.isatty()
         self._pool: ProcessPoolExecutor | None = None
+        self._plain: dict[str, FileResult] = {}  # summaries of files without GPU code, for the call graph only
 
     def __enter__(self) -> Runner:
         return self
@@ -277,10 +279,19 @@ class Runner:
             return None
         if not self.apis.mentions_api(decoded.text):
             out.skipped += 1
+            self._plain_summary(display, decoded.text, path)
             return None
         module_name, is_package = module_name_of(path)
         key = self.cache.key(data, module_name)
         return Job(path, display, module_name, is_package, decoded.text, key, decoded.encoding)
+
+    def _plain_summary(self, display: str, text: str, path: Path) -> None:
+        """Keep the call-graph summary of a file without GPU code: its step loops may run other files' functions."""
+        module_name, is_package = module_name_of(path)
+        found = plain_summary(text, module_name, is_package, display)
+        if found is not None:
+            summary, tests = found
+            self._plain[display] = FileResult(display, skipped=True, summary=summary, tests=tests)
 
     def _read_notebook(self, path: Path, display: str, data: bytes, out: RunResult) -> Job | None:
         try:
@@ -333,7 +344,7 @@ class Runner:
         redo = second + stale
         fresh.update(zip((j.display for j in redo), self._map(redo, sigs)))
         done.update(fresh)
-        hots = _project_hot(done, self.drives)
+        hots = _project_hot({**self._plain, **done}, self.drives)
         helpers = project_helpers(done)
         told = [j for j in candidates if tuple(sorted(hots.get(j.display, {}))) + told_helpers(helpers.get(j.display))
                 != done[j.display].told]

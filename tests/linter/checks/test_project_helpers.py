@@ -1,11 +1,14 @@
-"""A project's own upload helpers (`to_cupy(x)`, `backend.to_device(x, device)`) are uploads where they are called.
+"""A project's own copy helpers (`to_cupy(x)`, `backend.to_device(x, device)`, `first_replica(metrics)`) are copies
+where they are called.
 
 Small examples written for these tests, in the shapes seen on unseen code
 (issue 31): a CuPy operator library converting its inputs through a helper
-of its `utils` module, and an imaging library whose linear operators hand a
-set-up trajectory to `backend.to_device` on every application. Each failed
-before helpers were summarised across files (the helper's own `cp.asarray`
-is not in the loop's file, so nothing was reported).
+of its `utils` module, an imaging library whose linear operators hand a
+set-up trajectory to `backend.to_device` on every application, and a JAX
+RL library whose learners download their metrics through a helper on every
+step of a loop that lives in a file without JAX. Each failed before helpers
+were summarised across files (the helper's own copy is not in the loop's
+file, so nothing was reported).
 """
 
 from __future__ import annotations
@@ -159,3 +162,82 @@ def test_a_helper_that_puts_data_on_the_cpu_device_is_no_upload(tmp_path: Path) 
                 log(fn(u.put_cpu(step - 1)))
         """))
     assert _findings(tmp_path, "--no-cache") == []
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+
+
+LEARNERS = {
+    "agents/__init__.py": "from agents.core import Learner\n",
+    "agents/core.py": """\
+        import itertools
+
+
+        class Learner:
+            def step(self):
+                raise NotImplementedError
+
+            def run(self, num_steps=None):
+                iterator = range(num_steps) if num_steps is not None else itertools.count()
+                for _ in iterator:
+                    self.step()
+        """,
+    "agents/jaxutils.py": """\
+        import jax
+
+
+        def first_replica(nest, as_numpy=True):
+            first = jax.tree_util.tree_map(lambda x: x[0], nest)
+            return jax.device_get(first) if as_numpy else first
+        """,
+    "agents/sgd/learning.py": """\
+        import jax
+        import agents
+        from agents import jaxutils
+
+
+        class SGDLearner(agents.Learner):
+            def __init__(self, update, state, iterator, logger):
+                self._update, self._state, self._iterator, self._logger = update, state, iterator, logger
+
+            def step(self):
+                self._state, metrics = self._update(self._state, next(self._iterator))
+                metrics = jaxutils.first_replica(metrics)
+                self._logger.write(metrics)
+
+            def params(self):
+                return jaxutils.first_replica(self._state.params, as_numpy=False)
+        """,
+}
+
+
+def test_a_download_helper_in_a_step_that_a_loop_without_gpu_code_runs(tmp_path: Path) -> None:
+    """The loop is in a file with no JAX import (never linted), the base class reached through a package re-export."""
+    _write(tmp_path, LEARNERS)
+    proc = run_cli("--format", "json", "--no-cache", "--select", "OFF301", ".", cwd=tmp_path)
+    found = json.loads(proc.stdout)
+    assert [(f["path"], f["line"], f["code"]) for f in found] == [("agents/sgd/learning.py", 12, "OFF301")]
+    assert ("agents.jaxutils.first_replica (jax.device_get inside) waits for the device on every call of "
+            "`SGDLearner.step` (a loop in `Learner.run` (agents/core.py) calls it") in found[0]["message"]
+
+
+def test_a_call_that_turns_the_helper_s_copy_off_copies_nothing(tmp_path: Path) -> None:
+    _write(tmp_path, {"agents/__init__.py": "", "agents/jaxutils.py": LEARNERS["agents/jaxutils.py"],
+                      "agents/train.py": """\
+        import jax
+        from agents.jaxutils import first_replica
+
+
+        def train(update, state, batches, log):
+            for batch in batches:
+                state, metrics = update(state, batch)
+                log(first_replica(metrics))
+                log(first_replica(metrics, as_numpy=False))
+            return state
+        """})
+    proc = run_cli("--format", "json", "--no-cache", "--select", "OFF301", ".", cwd=tmp_path)
+    assert [(f["path"], f["line"]) for f in json.loads(proc.stdout)] == [("agents/train.py", 8)]
