@@ -24,8 +24,15 @@ from ..findings import FileResult
 TOLD = "helper:"  # how a helper the file was linted with is written in its result's `told`
 
 
-def project_helpers(done: Mapping[str, FileResult]) -> dict[str, dict[str, Api]]:
-    """Per file, the copy-helper calls it makes: the name the file calls them by -> the catalog entry."""
+def project_helpers(done: Mapping[str, FileResult], hot: Mapping[str, Mapping[str, object]]) -> dict[str, dict[str, Api]]:
+    """Per file, the copy-helper calls it makes per iteration: the name the file calls them by -> the catalog entry.
+
+    Only calls in a loop or in a function that runs once per iteration (the
+    file's own hot functions, or `hot`, what the project told each file)
+    count: a file is linted again for them, and a helper called once per
+    run changes no finding (on cupy's tree, counting every call relinted
+    16 more files for nothing).
+    """
     summaries = {path: r.summary for path, r in done.items() if isinstance(r.summary, Summary)}
     helpers = {h.function: h for s in summaries.values() for h in s.copy_helpers}
     if not helpers:
@@ -39,7 +46,9 @@ def project_helpers(done: Mapping[str, FileResult]) -> dict[str, dict[str, Api]]
         by_package.setdefault((parts[0], parts[-1]), []).append(u)
     out: dict[str, dict[str, Api]] = {}
     for path, summary in summaries.items():
-        called = {callee for callee, *_ in summary.roots} | {callee for _, callee in summary.edges}
+        running = set(summary.hot_here) | set(hot.get(path, {}))
+        called = {callee for callee, *_ in summary.roots} | {
+            callee for caller, callee in summary.edges if caller in running}
         mine: dict[str, Api] = {}
         for callee in sorted(called):
             found = helpers.get(callee)

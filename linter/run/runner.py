@@ -345,7 +345,7 @@ class Runner:
         fresh.update(zip((j.display for j in redo), self._map(redo, sigs)))
         done.update(fresh)
         hots = _project_hot({**self._plain, **done}, self.drives)
-        helpers = project_helpers(done)
+        helpers = project_helpers(done, hots)
         told = [j for j in candidates if tuple(sorted(hots.get(j.display, {}))) + told_helpers(helpers.get(j.display))
                 != done[j.display].told]
         fresh.update(zip((j.display for j in told), self._map(told, sigs, hots, helpers)))
