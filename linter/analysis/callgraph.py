@@ -64,7 +64,7 @@ class Summary:
     held_calls: tuple[tuple[str, tuple[str, ...]], ...] = ()  # `Class.attr` -> the methods called on `self.attr`
     device_kwargs: tuple[str, ...] = ()  # callees handed device values as keywords (`meter.update(**losses)`)
     copy_helpers: tuple[CopyHelper, ...] = ()  # functions that return a copy of a parameter (`to_cupy(x)`)
-    reexports: tuple[tuple[str, str], ...] = ()  # a package's names -> what they are (`acme.Learner` -> `acme.core.Learner`)
+    reexports: tuple[tuple[str, str], ...] = ()  # a package's names: `acme.Learner` -> `acme.core.Learner`
 
 
 @dataclass(frozen=True)
