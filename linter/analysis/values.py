@@ -72,6 +72,7 @@ class DeviceValues:
         self.unpacking = Unpacking(self)
         self._fed: set[tuple[int, str]] | None = None
         self._attrs: dict[tuple[int, str], str] = {}  # (class scope, attribute) -> what `self.attr = ...` stores
+        self._buffer_names: dict[int, set[str]] | None = None
 
     # -- the questions checks ask ---------------------------------------------------------
 
@@ -344,14 +345,33 @@ class DeviceValues:
 
     def _self_attribute(self, expr: cst.Attribute, scope: Scope) -> str | None:
         """What the methods of `scope`'s class store in `self.<attr>` (`expr` is `self.<attr>`), else None."""
-        if not self.idx.self_stores:
+        if not self.idx.self_stores and not self._buffers():
             return None
         owner = method_class(expr.value, scope)
         if owner is None:
             return None
         if not self._solving:
             self._solve()
-        return self._attrs.get((id(owner), expr.attr.value))
+        found = self._attrs.get((id(owner), expr.attr.value))
+        if found is None and expr.attr.value in self._buffers().get(id(owner), ()):
+            return "torch"  # a module buffer lives where the module does; its steps run on the GPU
+        return found
+
+    def _buffers(self) -> dict[int, set[str]]:
+        """Per class, the names its methods register as buffers (`self.register_buffer("alphas", a)`)."""
+        if self._buffer_names is None:
+            self._buffer_names = {}
+            if "torch" in self.names.libraries:
+                for call in self.idx.calls:
+                    func = call.node.func
+                    if not (isinstance(func, cst.Attribute) and func.attr.value == "register_buffer"
+                            and isinstance(func.value, cst.Name) and call.node.args):
+                        continue
+                    owner = method_class(func.value, call.scope)
+                    name = call.node.args[0].value
+                    if owner is not None and isinstance(name, cst.SimpleString):
+                        self._buffer_names.setdefault(id(owner), set()).add(str(name.evaluated_value))
+        return self._buffer_names
 
     def _owner(self, name: str, scope: Scope) -> Scope:
         s: Scope | None = scope

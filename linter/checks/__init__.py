@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from . import (branches, collectives, flow, hostindices, indexing, kernel_bodies, launches, loaders, syncs,  # noqa: F401
-               transfers)
+from . import (branches, collectives, fills, flow, hostindices, indexing, kernel_bodies, launches, loaders,  # noqa: F401
+               syncs, transfers)
 # (importing a check module registers its checks)

@@ -43,7 +43,7 @@ def transfers(file: CheckedFile) -> None:
         if use is None or use.kind not in ("h2d", "d2h"):
             continue
         if use.kind == "h2d":
-            if (creators and file.enabled("OFF105") and not _start_up(file, call) and not _around_a_loop(file, call)
+            if (creators and file.enabled("OFF105") and not _start_up(file, call)
                     and _host_alloc(file, call, use, creators)):
                 continue
             if file.enabled("OFF107") and _host_random(file, call, use):
@@ -140,21 +140,6 @@ def _start_up(file: CheckedFile, call: IndexedCall) -> bool:
         return False
     line = file.line(call.node)
     return any(first <= line <= last for first, last in _main_blocks(file))
-
-
-def _around_a_loop(file: CheckedFile, call: IndexedCall) -> bool:
-    """Is the call in a function whose own loop does the work, outside that loop: set-up or clean-up, once per call?
-
-    A sampler that builds `t_T * torch.ones(n).to(x)` before its hundred
-    steps, or a logger that makes one mask before a sampling run, uploads
-    once per call of work far larger than the copy; a function that runs
-    every step is judged by its loop's caller, and an upload in its loops by
-    the loop.
-    """
-    if call.loop is not None or call.scope.kind != "function":
-        return False
-    functions = file.sem.functions
-    return functions.qualname(call.scope) in functions.summary().looping and functions.hot(call.scope) is None
 
 
 def _main_blocks(file: CheckedFile) -> list[tuple[int, int]]:

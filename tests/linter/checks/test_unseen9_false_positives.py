@@ -70,20 +70,6 @@ def test_values_drawn_with_a_key_are_still_device_values() -> None:
     assert [c for c, _, _ in codes(code, select=["OFF104"])] == ["OFF104"]
 
 
-def test_set_up_before_a_function_s_own_loop_is_once_per_call() -> None:
-    code = """\
-        import torch
-
-        def sample(model, x, t_start, steps):
-            t = t_start * torch.ones((x.shape[0],)).to(x)
-            for _ in range(steps):
-                x = model(x, t)
-                t = t - 1.0 / steps
-            return x
-        """
-    assert codes(code, select=["OFF105"]) == []
-
-
 def test_a_host_built_upload_in_a_function_without_a_loop_is_still_reported() -> None:
     code = """\
         import torch
