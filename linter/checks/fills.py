@@ -14,6 +14,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.calls import argument
+from ..analysis.scopes import IndexedCall
 from .devicevalues import device_lib, short
 from .file import CheckedFile
 from .iteration import iteration_of
@@ -34,7 +35,7 @@ def device_fills(file: CheckedFile) -> None:
         if value is None:
             continue
         it = iteration_of(file, call)
-        if it is None or (it.loop is not None and file.sem.loops.rare_branch(call, it.loop)):
+        if it is None or (it.loop is not None and file.sem.loops.rare_branch(call, it.loop)) or _debugging(file, call):
             continue
         if file.sem.values.device_lib(value, call.scope) != "torch" or device_lib(file, value, call.scope, it) is None:
             continue
@@ -44,3 +45,9 @@ def device_fills(file: CheckedFile) -> None:
                     where=it.where(file),
                     advice="PyTorch reads a tensor fill value on the host; broadcast it on the device instead "
                            "(`value.expand(shape)`, or `value.view(1, ...)` in the arithmetic)")
+
+
+def _debugging(file: CheckedFile, call: IndexedCall) -> bool:
+    """Under a test of a debugging switch (`if debug_percentile is not None:`): not what a training step runs."""
+    module = file.index.module
+    return any("debug" in module.code_for_node(test).lower() for test, taken in call.conds if taken)

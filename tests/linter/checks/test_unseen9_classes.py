@@ -53,3 +53,20 @@ def test_a_host_fill_value_is_no_read() -> None:
             return out
         """
     assert codes(code, select=["OFF104"]) == []
+
+
+def test_a_device_fill_under_a_debugging_switch_is_not_a_step_s_cost() -> None:
+    code = """\
+        import torch
+
+        class Augment(torch.nn.Module):
+            def forward(self, images, debug_percentile=None):
+                b = images.shape[0]
+                if debug_percentile is not None:
+                    debug_percentile = torch.as_tensor(debug_percentile, device=images.device)
+                s = torch.rand([b], device=images.device)
+                if debug_percentile is not None:
+                    s = torch.full_like(s, torch.erfinv(debug_percentile * 2 - 1))
+                return images * s[:, None, None, None]
+        """
+    assert codes(code, select=["OFF104"]) == []
