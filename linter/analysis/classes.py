@@ -40,3 +40,22 @@ def own_method(idx: ModuleIndex, func: cst.Attribute, scope: Scope) -> Scope | N
         return None
     return next((s for s in idx.scopes if s.parent is owner and s.kind == "function" and s.name == func.attr.value),
                 None)
+
+
+def buffer_names(idx: ModuleIndex) -> dict[int, set[str]]:
+    """Per class scope (by id), the names its methods register as buffers (`self.register_buffer("alphas", a)`).
+
+    A module buffer lives where the module does, and a PyTorch model's steps
+    run on the GPU: `self.alphas[t]` in a sampler's step is a device value.
+    """
+    out: dict[int, set[str]] = {}
+    for call in idx.calls:
+        func = call.node.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "register_buffer"
+                and isinstance(func.value, cst.Name) and call.node.args):
+            continue
+        owner = method_class(func.value, call.scope)
+        name = call.node.args[0].value
+        if owner is not None and isinstance(name, cst.SimpleString):
+            out.setdefault(id(owner), set()).add(str(name.evaluated_value))
+    return out

@@ -29,14 +29,13 @@ its memo of classifications after each pass of the solution.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Protocol
 
 import libcst as cst
 
 from .names import Names
 from .parameters import bound_arg, forward_input, method_calls, positional_params
-from .classes import method_class, own_method
+from .classes import buffer_names, method_class, own_method
 from .idioms import array_module
 from .reaching import host_when_reached
 from .unpacking import Unpacking
@@ -45,7 +44,7 @@ from .scopes import Binding, IndexedCall, Scope, Unpack
 from .jaxsteps import compiled, jax_step, jitted
 from .valuewords import (
     MAYBE, HOST_ATTRS, HOST_METHODS, PREDICATES, IO_METHODS, ANNOTATIONS, MODEL_NAME, TORCH_NOT_TENSORS, TENSOR_ATTRS, ARRAY_BUILTINS, HOST_MODULES,
-    NUMPY_CONVERSIONS, ARRAY_MODULE_NAMES, stronger, strip,
+    NUMPY_CONVERSIONS, ARRAY_MODULE_NAMES, random_key, stronger, strip,
 )
 
 
@@ -325,7 +324,7 @@ class DeviceValues:
         if not self.names.libraries:
             return None
         for arg in call.args:
-            if "jax" in self.names.libraries and _random_key(arg):
+            if "jax" in self.names.libraries and random_key(arg):
                 continue  # JAX threads PRNG keys through builders and factories: `make_actor(actor_key, ...)`
             lib = self.taint(arg.value, scope, depth + 1)
             if lib is not None and not lib.endswith(MAYBE):
@@ -358,19 +357,8 @@ class DeviceValues:
         return found
 
     def _buffers(self) -> dict[int, set[str]]:
-        """Per class, the names its methods register as buffers (`self.register_buffer("alphas", a)`)."""
         if self._buffer_names is None:
-            self._buffer_names = {}
-            if "torch" in self.names.libraries:
-                for call in self.idx.calls:
-                    func = call.node.func
-                    if not (isinstance(func, cst.Attribute) and func.attr.value == "register_buffer"
-                            and isinstance(func.value, cst.Name) and call.node.args):
-                        continue
-                    owner = method_class(func.value, call.scope)
-                    name = call.node.args[0].value
-                    if owner is not None and isinstance(name, cst.SimpleString):
-                        self._buffer_names.setdefault(id(owner), set()).add(str(name.evaluated_value))
+            self._buffer_names = buffer_names(self.idx) if "torch" in self.names.libraries else {}
         return self._buffer_names
 
     def _owner(self, name: str, scope: Scope) -> Scope:
@@ -496,13 +484,3 @@ class DeviceValues:
             found = lib
         return found
 
-
-RANDOM_KEY = re.compile(r"(?:^|_)(?:key|rng|prng_key|seed)s?$", re.I)
-
-
-def _random_key(arg: cst.Arg) -> bool:
-    """An argument that is a JAX PRNG key by its name (`key`, `actor_key`, `rng`), or given as `key=...`/`rng=...`."""
-    value = arg.value
-    name = value.value if isinstance(value, cst.Name) else value.attr.value if isinstance(value, cst.Attribute) else ""
-    keyword = arg.keyword.value if arg.keyword is not None else ""
-    return bool(RANDOM_KEY.search(name) or RANDOM_KEY.search(keyword))

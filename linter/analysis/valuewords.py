@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+import libcst as cst
+
 MAYBE = "?"
 # Attributes of a device array or of a module's output that are host values; every other attribute of a
 # device value (`x.T`, `x.data`, `out.logits`, `features.relu2_2`) is taken to live where the value does.
@@ -85,3 +87,16 @@ def stronger(a: str | None, b: str | None) -> str | None:
     if b is None or not a.endswith(MAYBE):
         return a
     return b if not b.endswith(MAYBE) else a
+
+
+# JAX threads PRNG keys through builders and factories (`make_actor(actor_key, ...)`): a key argument does not
+# make an unknown callee's result a device value.
+RANDOM_KEY = re.compile(r"(?:^|_)(?:key|rng|prng_key|seed)s?$", re.I)
+
+
+def random_key(arg: cst.Arg) -> bool:
+    """An argument that is a JAX PRNG key by its name (`key`, `actor_key`, `rng`), or given as `key=...`/`rng=...`."""
+    value = arg.value
+    name = value.value if isinstance(value, cst.Name) else value.attr.value if isinstance(value, cst.Attribute) else ""
+    keyword = arg.keyword.value if arg.keyword is not None else ""
+    return bool(RANDOM_KEY.search(name) or RANDOM_KEY.search(keyword))
