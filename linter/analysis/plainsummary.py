@@ -99,9 +99,9 @@ class _Walker:
                         self.roots.append((callee, self.path, name, -1))
                     elif owner is not None and callee.startswith(owner + "."):
                         self.edges.append((name, callee))
-            body = item.body if isinstance(item, (ast.For, ast.AsyncFor, ast.While)) else None
+            body = {id(b) for b in item.body} if step_loop else set()  # a step loop's body runs per iteration
             for child in ast.iter_child_nodes(item):
-                stack.append((child, in_loop or (step_loop and body is not None and child in body)))
+                stack.append((child, in_loop or id(child) in body))
         if loops:
             self.looping.append(name)
 

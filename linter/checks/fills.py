@@ -15,7 +15,7 @@ import libcst as cst
 
 from ..analysis.calls import argument
 from ..analysis.scopes import IndexedCall
-from .devicevalues import device_lib, short
+from .devicevalues import short
 from .file import CheckedFile
 from .iteration import iteration_of
 from .registry import check
@@ -37,7 +37,7 @@ def device_fills(file: CheckedFile) -> None:
         it = iteration_of(file, call)
         if it is None or (it.loop is not None and file.sem.loops.rare_branch(call, it.loop)) or _debugging(file, call):
             continue
-        if file.sem.values.device_lib(value, call.scope) != "torch" or device_lib(file, value, call.scope, it) is None:
+        if file.sem.values.device_lib(value, call.scope) != "torch":
             continue
         if isinstance(value, cst.Name) and not file.sem.values.device_at(value, call):
             continue  # `t = torch.full(..., fill_value=t)` where the bindings that reach it hold a Python number

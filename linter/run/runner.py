@@ -279,19 +279,28 @@ class Runner:
             return None
         if not self.apis.mentions_api(decoded.text):
             out.skipped += 1
-            self._plain_summary(display, decoded.text, path)
+            self._plain_summary(display, data, decoded.text, path)
             return None
         module_name, is_package = module_name_of(path)
         key = self.cache.key(data, module_name)
         return Job(path, display, module_name, is_package, decoded.text, key, decoded.encoding)
 
-    def _plain_summary(self, display: str, text: str, path: Path) -> None:
-        """Keep the call-graph summary of a file without GPU code: its step loops may run other files' functions."""
+    def _plain_summary(self, display: str, data: bytes, text: str, path: Path) -> None:
+        """Keep the call-graph summary of a file without GPU code: its step loops may run other files' functions.
+
+        Cached like a linted file's result (an empty one when the file gives
+        the graph nothing), so a warm run parses none of these files again.
+        """
         module_name, is_package = module_name_of(path)
-        found = plain_summary(text, module_name, is_package, display)
-        if found is not None:
-            summary, tests = found
-            self._plain[display] = FileResult(display, skipped=True, summary=summary, tests=tests)
+        key = self.cache.key(data, module_name, kind="plain")
+        result = self.cache.get(key)
+        if result is None or result.path != display:
+            found = plain_summary(text, module_name, is_package, display)
+            summary, tests = found if found is not None else (None, None)
+            result = FileResult(display, skipped=True, summary=summary, tests=tests)
+            self.cache.put(key, result)
+        if result.summary is not None:
+            self._plain[display] = result
 
     def _read_notebook(self, path: Path, display: str, data: bytes, out: RunResult) -> Job | None:
         try:

@@ -241,3 +241,18 @@ def test_a_call_that_turns_the_helper_s_copy_off_copies_nothing(tmp_path: Path) 
         """})
     proc = run_cli("--format", "json", "--no-cache", "--select", "OFF301", ".", cwd=tmp_path)
     assert [(f["path"], f["line"]) for f in json.loads(proc.stdout)] == [("agents/train.py", 8)]
+
+
+def test_a_warm_run_keeps_and_updates_what_a_file_without_gpu_code_tells_the_graph(tmp_path: Path) -> None:
+    _write(tmp_path, LEARNERS)
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+
+    def lines() -> list[int]:
+        proc = run_cli("--format", "json", *cache, "--select", "OFF301", ".", cwd=tmp_path)
+        return [f["line"] for f in json.loads(proc.stdout)]
+
+    assert lines() == [12]
+    assert lines() == [12], "the cached summary of agents/core.py still makes the step hot"
+    core = tmp_path / "agents" / "core.py"
+    core.write_text(core.read_text().replace("for _ in iterator:\n            self.step()", "return iterator"))
+    assert lines() == [], "a changed file without GPU code is read again"
