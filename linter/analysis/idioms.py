@@ -16,14 +16,25 @@ from .valuewords import ARRAY_MODULE_WORDS
 
 
 def array_module(value: Any) -> bool:
-    """Is `value` the array module of an array-agnostic library: `get_array_module(x)`, `device.xp`?"""
+    """Is `value` the array module of an array-agnostic library: `get_array_module(x)`, `device.xp`?
+
+    A project's own spelling of the call counts too (PtyLab's `getArrayModule(x)`, `get_arraymodule`):
+    the words are compared without case and underscores.
+    """
     if isinstance(value, cst.Attribute):
-        return value.attr.value in ARRAY_MODULE_WORDS
+        return _word(value.attr.value) in _WORDS
     if isinstance(value, cst.Call):
         func = value.func
         name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
-        return name in ARRAY_MODULE_WORDS
+        return _word(name) in _WORDS
     return False
+
+
+def _word(name: str) -> str:
+    return name.replace("_", "").lower()
+
+
+_WORDS = frozenset(_word(w) for w in ARRAY_MODULE_WORDS)
 
 
 def parameters_of_module(source: cst.BaseExpression) -> bool:

@@ -31,6 +31,8 @@ import re
 import libcst as cst
 
 from .calls import Calls
+from .conditions import (
+    bounded, cleared, conjunct_comparisons, constant, counter_of, equalities, every_n, every_n_or_flag, helper_says_when)
 from .kernels import Kernels
 from .names import Names
 from .project import WRITES
@@ -55,7 +57,6 @@ RANDOM_PREFIXES = ("numpy.random.", "cupy.random.", "cupyx.random.", "random.", 
                    "torch.randint", "torch.randperm", "torch.normal", "torch.bernoulli", "torch.multinomial",
                    "torch.poisson", "torch.distributions.", "numba.cuda.random.")
 # Helpers whose answer is "now is one of the every-N steps": `u.itstime(...)`, `should_log(step)`.
-PERIODIC_HELPER = re.compile(r"itstime|every|^should_(?:log|save|eval\w*|print|checkpoint|validate|report)$|_due$|^time_to_")
 DEVICE_SWITCHES = frozenset({"torch.cuda.set_device", "cupy.cuda.runtime.setDevice", "numba.cuda.select_device",
                              "jax.default_device"})
 
@@ -211,20 +212,43 @@ class LoopFacts:
         changed = self.changed_in(loop)
         counted = self.counted_in(loop)
         for test, taken in conds[loop.cond_depth:]:
-            if taken and any(_bounded(c, counted) for c in _conjunct_comparisons(test)):
+            if taken and any(bounded(c, counted) for c in conjunct_comparisons(test)):
                 return True  # `if shown < 3:` with `shown += 1` in the loop: the first few times only
-            for comparison in _equalities(test, taken):
+            for comparison in equalities(test, taken, constants=False):
                 sides = [comparison.left, *(c.comparator for c in comparison.comparisons)]
-                if not all(self.expression_invariant(side, loop, changed) for side in sides):
-                    return True
+                if constant(sides[-1]):
+                    if not all(self.expression_invariant(side, loop, changed) for side in sides):
+                        return True  # `if name == "fc":` for a changing name
+                elif len(sides) == 2 and any(self._counts(a, loop, counted) and self._settled(b, loop, counted)
+                                             for a, b in (sides, sides[::-1])):
+                    return True  # `if i == n - 1:`, `if step == start_step:`: one iteration of a counted loop
+            if taken and isinstance(test, cst.Name) and self._only_cleared(test.value, loop):
+                return True  # `if first: first = False; ...`: the first iteration only
         return False
+
+    def _counts(self, side: cst.BaseExpression, loop: Loop, counted: frozenset[str]) -> bool:
+        """Is `side` a counter of the loop: its `range`/`enumerate` index, or a name it increases with `+=`?"""
+        return isinstance(side, cst.Name) and (side.value in counted or side.value == counter_of(loop.node))
+
+    def _settled(self, expr: cst.BaseExpression, loop: Loop, counted: frozenset[str]) -> bool:
+        """`n - 1`, `self.steps`: names the loop neither rebinds nor counts, and no calls (stores into other
+        attributes of `self` do not unsettle `self.steps`)."""
+        moving = self.rebound(loop) | counted
+        return all(not isinstance(node, cst.Call) and not (isinstance(node, cst.Name) and node.value in moving)
+                   for node in walk(expr))
+
+    def _only_cleared(self, name: str, loop: Loop) -> bool:
+        """Does the loop bind `name` only to False/None/0 (a flag that, once cleared, stays so)?"""
+        binds = [e for e in loop.scope.events[loop.start:loop.end] if e.kind == "bind" and e.name == name]
+        return bool(binds) and all(isinstance(e.extra, tuple) and e.extra[0] == "=" and cleared(e.extra[1])
+                                   for e in binds)
 
     def periodic(self, conds: tuple[tuple[cst.BaseExpression, bool], ...]) -> bool:
         """A condition true once every N iterations: `step % n == 0`, `last or step % n == 0`, `u.itstime(...)`."""
         for test, taken in conds:
-            if any(_every_n(comparison) for comparison in _equalities(test, taken)) or _every_n_or_flag(test, taken):
+            if any(every_n(comparison) for comparison in equalities(test, taken)) or every_n_or_flag(test, taken):
                 return True
-            if taken and _helper_says_when(test):
+            if taken and helper_says_when(test):
                 return True  # a helper that says when to log or evaluate: `u.itstime(step, ...)`
         return False
 
@@ -336,21 +360,6 @@ def steps_an_optimizer(call: cst.Call) -> bool:
     return func.attr.value == "step" and bool(OPTIMIZER.search(name) or ENVIRONMENT.search(name))
 
 
-def _helper_says_when(test: cst.BaseExpression) -> bool:
-    """`u.itstime(...)`, `(keep := u.itstime(...)) or u.itstime(...)`, `should_log(s) and rank == 0`."""
-    if isinstance(test, cst.NamedExpr):
-        return _helper_says_when(test.value)
-    if isinstance(test, cst.BooleanOperation):
-        if isinstance(test.operator, cst.Or):
-            return _helper_says_when(test.left) and _helper_says_when(test.right)
-        return _helper_says_when(test.left) or _helper_says_when(test.right)
-    if isinstance(test, cst.Call):
-        func = test.func
-        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
-        return bool(PERIODIC_HELPER.search(name))
-    return False
-
-
 def over_entries(loop: Loop) -> bool:
     """A loop over a dict's entries or the function's own `*args`/`**kwargs`: as long as a record, not data.
 
@@ -365,11 +374,21 @@ def over_entries(loop: Loop) -> bool:
     source = node.iter
     if isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute) and not source.args:
         return source.func.attr.value in ("items", "keys", "values")
+    if isinstance(source, cst.Name) and _a_dict(source.value, loop):
+        return True  # `token_counts = {"raw": ..., "pad": ...}` then `for key in token_counts:`
     function = loop.scope.node
     if not isinstance(source, cst.Name) or not isinstance(function, cst.FunctionDef):
         return False
     params = function.params
     return any(isinstance(p, cst.Param) and p.name.value == source.value for p in (params.star_arg, params.star_kwarg))
+
+
+def _a_dict(name: str, loop: Loop) -> bool:
+    """Is `name` bound in the loop's scope, before it, only to dicts (a literal, a comprehension, `dict(...)`)?"""
+    binds = [e.extra[1] for e in loop.scope.events[:loop.start]
+             if e.kind == "bind" and e.name == name and isinstance(e.extra, tuple) and e.extra[0] == "="]
+    return bool(binds) and all(isinstance(v, (cst.Dict, cst.DictComp)) or (
+        isinstance(v, cst.Call) and isinstance(v.func, cst.Name) and v.func.value == "dict") for v in binds)
 
 
 def few(loop: Loop) -> bool:
@@ -435,64 +454,3 @@ def walk(node: cst.CSTNode) -> list[cst.CSTNode]:
         out.append(current)
         stack.extend(reversed(current.children))
     return out
-
-
-def _equalities(test: cst.BaseExpression, taken: bool) -> list[cst.Comparison]:
-    """Comparisons with a constant that must hold as equalities for the branch to run.
-
-    `==`/`is`/`in` on the taken side, `!=`/`is not`/`not in` on the else side,
-    through `and` (taken side) or `or` (else side) and `not`.
-    """
-    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        test, taken = test.expression, not taken
-    if isinstance(test, cst.BooleanOperation):
-        joins = isinstance(test.operator, cst.And) if taken else isinstance(test.operator, cst.Or)
-        return _equalities(test.left, taken) + _equalities(test.right, taken) if joins else []
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-        op = test.comparisons[0].operator
-        equal = isinstance(op, (cst.Equal, cst.Is, cst.In))
-        unequal = isinstance(op, (cst.NotEqual, cst.IsNot, cst.NotIn))
-        comparator = test.comparisons[0].comparator
-        constant = isinstance(comparator, (cst.Integer, cst.Float, cst.SimpleString)) or (
-            isinstance(comparator, cst.Name) and comparator.value in ("None", "True", "False"))
-        if constant and ((taken and equal) or (not taken and unequal)):
-            return [test]
-    return []
-
-
-def _every_n(comparison: cst.Comparison) -> bool:
-    """`x % n == c`: true once every n values of x."""
-    sides = [comparison.left, *(c.comparator for c in comparison.comparisons)]
-    return any(isinstance(side, cst.BinaryOperation) and isinstance(side.operator, cst.Modulo) for side in sides)
-
-
-def _every_n_or_flag(test: cst.BaseExpression, taken: bool) -> bool:
-    """`if last_batch or step % n == 0:` (the usual logging test): every N steps, or on a flagged one."""
-    if not taken or not isinstance(test, cst.BooleanOperation) or not isinstance(test.operator, cst.Or):
-        return False
-    parts: list[cst.BaseExpression] = []
-    stack: list[cst.BaseExpression] = [test]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.Or):
-            stack += [node.left, node.right]
-        else:
-            parts.append(node)
-    every_n = [p for p in parts if any(_every_n(c) for c in _equalities(p, True))]
-    flags = [p for p in parts if isinstance(p, (cst.Name, cst.Attribute))]
-    return bool(every_n) and len(every_n) + len(flags) == len(parts)
-
-
-def _conjunct_comparisons(test: cst.BaseExpression) -> list[cst.Comparison]:
-    """The comparisons joined by `and` in a test (each must hold for the branch to run)."""
-    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
-        return _conjunct_comparisons(test.left) + _conjunct_comparisons(test.right)
-    return [test] if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 else []
-
-
-def _bounded(comparison: cst.Comparison, counted: frozenset[str]) -> bool:
-    """`count < N` / `count <= N` for a counter the loop increases: true a bounded number of times."""
-    op = comparison.comparisons[0].operator
-    bound = comparison.comparisons[0].comparator
-    return (isinstance(op, (cst.LessThan, cst.LessThanEqual)) and isinstance(comparison.left, cst.Name)
-            and comparison.left.value in counted and isinstance(bound, cst.Integer))

@@ -44,7 +44,7 @@ from .scopes import Binding, IndexedCall, Scope, Unpack
 from .jaxsteps import compiled, jax_step, jitted
 from .valuewords import (
     MAYBE, HOST_ATTRS, HOST_METHODS, PREDICATES, IO_METHODS, ANNOTATIONS, MODEL_NAME, TORCH_NOT_TENSORS, TENSOR_ATTRS, ARRAY_BUILTINS, HOST_MODULES,
-    NUMPY_CONVERSIONS, ARRAY_MODULE_NAMES, random_key, stronger, strip,
+    NUMPY_CONVERSIONS, ARRAY_MODULE_NAMES, random_key, string_or_host_result, stronger, strip,
 )
 
 
@@ -253,6 +253,8 @@ class DeviceValues:
         if "jax" in self.names.libraries and (jax_step(func) or compiled(self.names, func, scope)):
             return "jax"
         if isinstance(func, cst.Attribute):
+            if string_or_host_result(func, call):
+                return None  # `m.load_state_dict(sd)` (key names), `s.split(",")` (strings)
             method = own_method(self.idx, func, scope)
             if method is not None:
                 found = self.return_taint(method)  # `self.step(x)`: what the class's own method returns

@@ -30,6 +30,12 @@ HOST_METHODS = frozenset({
     "is_contiguous", "is_floating_point", "is_complex", "type", "storage_offset", "__len__", "nbytes",
     "item", "tolist", "get", "numpy", "cpu", "copy_to_host", "__array__", "block_until_ready", "keys", "items",
 })
+# Methods whose results are host objects whatever they are called on or given: `load_state_dict`'s missing and
+# unexpected key names, strings.
+HOST_RESULTS = frozenset({"load_state_dict", "join", "format", "startswith", "endswith"})
+# String methods: given a string (`s.split(",")`), the receiver is a string and so are the results
+# (`t.split(2)` of a tensor gives tensors).
+STR_METHODS = frozenset({"split", "rsplit", "replace", "strip", "lstrip", "rstrip", "partition", "rpartition"})
 # How array-agnostic code names the array module it computes with: `xp = cp.get_array_module(x)`,
 # `xp = device.xp` (SigPy), `xp = pxu.get_array_module(x)`. Such code exists to run on CuPy, so what `xp`
 # computes is taken to be on the device.
@@ -100,3 +106,12 @@ def random_key(arg: cst.Arg) -> bool:
     name = value.value if isinstance(value, cst.Name) else value.attr.value if isinstance(value, cst.Attribute) else ""
     keyword = arg.keyword.value if arg.keyword is not None else ""
     return bool(RANDOM_KEY.search(name) or RANDOM_KEY.search(keyword))
+
+
+def string_or_host_result(func: cst.Attribute, call: cst.Call) -> bool:
+    """`m.load_state_dict(sd)`, `", ".join(names)`, `s.split(",")`: a method call whose result is a host object."""
+    name = func.attr.value
+    if name in HOST_RESULTS:
+        return True
+    return name in STR_METHODS and bool(call.args) and isinstance(
+        call.args[0].value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))

@@ -12,6 +12,10 @@ every time, although no call in the line says so.
   loop (`break`, `return`). The host needs the answer, but not this very
   iteration's: testing every N iterations, or the previous iteration's
   value, lets the device keep working while the host waits.
+- **a select on the host**: an `if` whose arms only assign device values to
+  names (`if abs(g) > r: g = r * g / abs(g)`). The host reads the test only
+  to pick one of two values the device can compute and pick itself
+  (`where`, `clip`), with no wait.
 
 Other branches on device values decide what to compute next; the host
 needs them now (OFF104's `control-flow` option reports the explicit reads
@@ -36,6 +40,8 @@ from .registry import check
 
 CHECK_ADVICE = ("a check of device data reads it on the host every time; run it every N steps or only in "
                 "debug runs")
+SELECT_ADVICE = ("the branch only picks a value, which the device can pick without a wait: compute both and "
+                 "select (`where(cond, a, b)`, `clip`)")
 STOP_ADVICE = ("test it every N iterations, or test the previous iteration's value, so that the device keeps "
                "working while the host decides")
 # Exceptions that tell a caller its arguments are wrong: input validation, not a check of computed data.
@@ -66,6 +72,8 @@ def branches(file: CheckedFile) -> None:
                 continue
             if not file.sem.loops.nests_loops(it.loop, file.index.loops):  # else: once per batch of inner work
                 _stop(file, node.test, it, branch.scope, branch.index)
+        elif isinstance(node, cst.If) and _assigns_only(node):
+            _select(file, branch, node)
         elif isinstance(node, cst.If) and _sets_stop_flag(node):
             it = iteration_of(file, branch)
             if it is None or (it.loop is not None and (it.loop.kind == "comp" or _rare(file, branch, it.loop)
@@ -115,6 +123,48 @@ def _stop(file: CheckedFile, test: cst.BaseExpression, it: Iteration, scope: Sco
         return
     file.report("OFF104", test, api=f"the stopping test `{short(file, test)}`", where=it.where(file),
                     advice=STOP_ADVICE)
+
+
+def _select(file: CheckedFile, branch: IndexedNode, node: cst.If) -> None:
+    """`if abs(g) > r: g = r * g / abs(g)` per iteration: report the test when every value the arms assign is a
+    device value (a host number chosen by a device test is the program's business: it needs the answer)."""
+    it = iteration_of(file, branch)
+    if it is None or (it.loop is not None and (it.loop.kind == "comp" or _rare(file, branch, it.loop))):
+        return
+    values = [s.value for s in _arm_statements(node)]
+    if not all(device_lib(file, v, branch.scope, it) is not None for v in values):
+        return
+    if not _reads_device(file, node.test, branch.scope, it):
+        return
+    file.report("OFF104", node.test, api=f"the branch `{short(file, node.test)}`", where=it.where(file),
+                advice=SELECT_ADVICE)
+
+
+def _arm_statements(node: cst.If) -> list[cst.BaseSmallStatement]:
+    blocks = [node.body] + ([node.orelse.body] if isinstance(node.orelse, cst.Else) else [])
+    return [s for block in blocks if isinstance(block, cst.IndentedBlock)
+            for line in block.body if isinstance(line, cst.SimpleStatementLine) for s in line.body]
+
+
+def _assigns_only(node: cst.If) -> bool:
+    """Arms (`if`, and an `else`, no `elif`) made only of assignments to plain names: `g = r * g / abs(g)`."""
+    if isinstance(node.orelse, cst.If):
+        return False
+    blocks = [node.body] + ([node.orelse.body] if isinstance(node.orelse, cst.Else) else [])
+    lines = [line for block in blocks if isinstance(block, cst.IndentedBlock) for line in block.body]
+    if len(lines) != sum(len(b.body) for b in blocks if isinstance(b, cst.IndentedBlock)) or not lines or \
+            not all(isinstance(line, cst.SimpleStatementLine) for line in lines):
+        return False
+    for statement in _arm_statements(node):
+        if isinstance(statement, cst.Assign):
+            if len(statement.targets) != 1 or not isinstance(statement.targets[0].target, cst.Name):
+                return False
+        elif isinstance(statement, cst.AugAssign):
+            if not isinstance(statement.target, cst.Name):
+                return False
+        else:
+            return False
+    return True
 
 
 def _validates(node: cst.Raise) -> bool:

@@ -44,10 +44,11 @@ from .file import CheckedFile
 from .iteration import Iteration, iteration_of, over_ranks
 from .registry import check
 
-# Names of a job's process count: a loop over `range(world_size)` walks ranks.
+# Clocks read around a sync that a timing loop needs (`s = datetime.datetime.now(); jax.block_until_ready(f())`).
 TIMERS = frozenset({
     "time.time", "time.perf_counter", "time.monotonic", "time.process_time", "time.perf_counter_ns", "time.time_ns",
     "time.monotonic_ns", "timeit.default_timer", "cupy.cuda.get_elapsed_time", "cupyx.profiler.benchmark",
+    "datetime.datetime.now", "datetime.datetime.utcnow",
 })
 TIMER_METHODS = frozenset({"elapsed_time", "get_elapsed_time", "elapsed", "tic", "toc"})
 READ_METHODS = frozenset({"item", "tolist"})  # for tensors that may be on the device

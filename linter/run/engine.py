@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import gc
+import sys
 import traceback
 from dataclasses import replace
 from typing import Mapping
@@ -72,12 +73,34 @@ def vet(text: str) -> tuple[int, int, str] | None:
     try:
         ast.parse(text)
     except SyntaxError as exc:
-        return exc.lineno or 1, exc.offset or 1, exc.msg
+        if not _newer_python(text, exc):
+            return exc.lineno or 1, exc.offset or 1, exc.msg
     except (RecursionError, MemoryError):
         return 1, 1, "too deeply nested for Python's parser"
     except ValueError as exc:  # null bytes
         return 1, 1, str(exc)
     return None
+
+
+def _newer_python(text: str, exc: SyntaxError) -> bool:
+    """Is `text` valid Python of a newer version than this interpreter's (`type Alias = ...` on 3.11)?
+
+    LibCST's grammar runs ahead of the interpreter the linter may run on, so
+    a file that only CPython rejects is parsed by LibCST and linted. Text
+    CPython refused for its nesting or size never reaches LibCST (the reason
+    `vet` exists); text LibCST rejects too keeps CPython's message.
+    """
+    if sys.version_info >= _LIBCST_PYTHON or any(word in (exc.msg or "") for word in ("nested", "levels", "too many")):
+        return False
+    try:
+        cst.parse_module(text)
+    except Exception:
+        return False
+    return True
+
+
+#: the newest Python whose grammar LibCST parses (1.x: 3.13); from that version on CPython's verdict stands alone
+_LIBCST_PYTHON = (3, 14)
 
 
 def libcst_version() -> str:

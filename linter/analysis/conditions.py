@@ -1,0 +1,119 @@
+"""The shapes of branch conditions that say how often a branch runs, whatever the loop around it.
+
+`if step % 100 == 0`, `if last or step % n == 0`, `if name == "fc"`, `if shown < 3` with `shown += 1`,
+`if u.itstime(...)`, `if i == n - 1`, `if first: first = False`: each is true on a few iterations or once every
+N, so what the branch does is not a per-iteration cost. `loops.LoopFacts.rare_conds` asks them with what the
+loop changes and counts; they read only the condition's syntax.
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+PERIODIC_HELPER = re.compile(r"itstime|every|^should_(?:log|save|eval\w*|print|checkpoint|validate|report)$|_due$|^time_to_")
+
+
+def helper_says_when(test: cst.BaseExpression) -> bool:
+    """`u.itstime(...)`, `(keep := u.itstime(...)) or u.itstime(...)`, `should_log(s) and rank == 0`."""
+    if isinstance(test, cst.NamedExpr):
+        return helper_says_when(test.value)
+    if isinstance(test, cst.BooleanOperation):
+        if isinstance(test.operator, cst.Or):
+            return helper_says_when(test.left) and helper_says_when(test.right)
+        return helper_says_when(test.left) or helper_says_when(test.right)
+    if isinstance(test, cst.Call):
+        func = test.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        return bool(PERIODIC_HELPER.search(name))
+    return False
+
+
+def equalities(test: cst.BaseExpression, taken: bool, constants: bool = True) -> list[cst.Comparison]:
+    """Comparisons with a constant (any comparison, with `constants=False`) that must hold as equalities for the
+    branch to run.
+
+    `==`/`is`/`in` on the taken side, `!=`/`is not`/`not in` on the else side,
+    through `and` (taken side) or `or` (else side) and `not`.
+    """
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test, taken = test.expression, not taken
+    if isinstance(test, cst.BooleanOperation):
+        joins = isinstance(test.operator, cst.And) if taken else isinstance(test.operator, cst.Or)
+        return equalities(test.left, taken, constants) + equalities(test.right, taken, constants) if joins else []
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        op = test.comparisons[0].operator
+        equal = isinstance(op, (cst.Equal, cst.Is, cst.In))
+        unequal = isinstance(op, (cst.NotEqual, cst.IsNot, cst.NotIn))
+        comparator = test.comparisons[0].comparator
+        constant = isinstance(comparator, (cst.Integer, cst.Float, cst.SimpleString)) or (
+            isinstance(comparator, cst.Name) and comparator.value in ("None", "True", "False"))
+        if (constant or not constants) and ((taken and equal) or (not taken and unequal)):
+            return [test]
+    return []
+
+
+def every_n(comparison: cst.Comparison) -> bool:
+    """`x % n == c`: true once every n values of x."""
+    sides = [comparison.left, *(c.comparator for c in comparison.comparisons)]
+    return any(isinstance(side, cst.BinaryOperation) and isinstance(side.operator, cst.Modulo) for side in sides)
+
+
+def every_n_or_flag(test: cst.BaseExpression, taken: bool) -> bool:
+    """`if last_batch or step % n == 0:` (the usual logging test): every N steps, or on a flagged one."""
+    if not taken or not isinstance(test, cst.BooleanOperation) or not isinstance(test.operator, cst.Or):
+        return False
+    parts: list[cst.BaseExpression] = []
+    stack: list[cst.BaseExpression] = [test]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.Or):
+            stack += [node.left, node.right]
+        else:
+            parts.append(node)
+    periodic = [p for p in parts if any(every_n(c) for c in equalities(p, True))]
+    flags = [p for p in parts if isinstance(p, (cst.Name, cst.Attribute))]
+    return bool(periodic) and len(periodic) + len(flags) == len(parts)
+
+
+def conjunct_comparisons(test: cst.BaseExpression) -> list[cst.Comparison]:
+    """The comparisons joined by `and` in a test (each must hold for the branch to run)."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return conjunct_comparisons(test.left) + conjunct_comparisons(test.right)
+    return [test] if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 else []
+
+
+def bounded(comparison: cst.Comparison, counted: frozenset[str]) -> bool:
+    """`count < N` / `count <= N` for a counter the loop increases: true a bounded number of times."""
+    op = comparison.comparisons[0].operator
+    bound = comparison.comparisons[0].comparator
+    return (isinstance(op, (cst.LessThan, cst.LessThanEqual)) and isinstance(comparison.left, cst.Name)
+            and comparison.left.value in counted and isinstance(bound, cst.Integer))
+
+
+def constant(node: cst.BaseExpression) -> bool:
+    """A literal number or string, or None/True/False."""
+    return isinstance(node, (cst.Integer, cst.Float, cst.SimpleString)) or (
+        isinstance(node, cst.Name) and node.value in ("None", "True", "False"))
+
+
+def counter_of(loop_node: cst.CSTNode) -> str | None:
+    """The name a `for` loop counts with: `i` of `for i in range(n)` and of `for i, x in enumerate(xs)`."""
+    if not isinstance(loop_node, cst.For) or not isinstance(loop_node.iter, cst.Call):
+        return None
+    func = loop_node.iter.func
+    name = func.value if isinstance(func, cst.Name) else ""
+    target = loop_node.target
+    if name == "range" and isinstance(target, cst.Name):
+        return target.value
+    if name == "enumerate" and isinstance(target, (cst.Tuple, cst.List)) and target.elements and \
+            isinstance(target.elements[0].value, cst.Name):
+        return target.elements[0].value.value
+    return None
+
+
+def cleared(value: object) -> bool:
+    """`False`, `None`, `0`: what a flag the loop only clears is set to (`if first: first = False; ...`)."""
+    return (isinstance(value, cst.Name) and value.value in ("False", "None")) or (
+        isinstance(value, cst.Integer) and value.value == "0")
