@@ -28,6 +28,7 @@ import re
 
 import libcst as cst
 
+from ..analysis.idioms import array_module
 from ..analysis.loops import walk
 from ..analysis.scopes import IndexedNode, Loop, Scope
 from ..analysis.parameters import root_name
@@ -126,18 +127,62 @@ def _stop(file: CheckedFile, test: cst.BaseExpression, it: Iteration, scope: Sco
 
 
 def _select(file: CheckedFile, branch: IndexedNode, node: cst.If) -> None:
-    """`if abs(g) > r: g = r * g / abs(g)` per iteration: report the test when every value the arms assign is a
-    device value (a host number chosen by a device test is the program's business: it needs the answer)."""
+    """`if abs(g) > r: g = r * g / abs(g)` per iteration: report the test when it is a select the device can make.
+
+    Three things must hold, so that the host's answer is only used to pick a
+    value: the test computes on the device here (a library call in it, or a
+    name the function bound to one: `n = torch.norm(c)`); the arms assign
+    the same names (`m = ~s` / `m = ones(...)`), or one arm rescales what
+    the test measured (`c = c / n`); and every value they assign is a device
+    value (a host number chosen by a device test is the program's business).
+    """
     it = iteration_of(file, branch)
     if it is None or (it.loop is not None and (it.loop.kind == "comp" or _rare(file, branch, it.loop))):
         return
-    values = [s.value for s in _arm_statements(node)]
-    if not all(device_lib(file, v, branch.scope, it) is not None for v in values):
+    test = node.test
+    if _host_truth(test) or not _computed_on_device(file, test, branch.scope, it) or not _picks(node):
         return
-    if not _reads_device(file, node.test, branch.scope, it):
+    if not all(device_lib(file, s.value, branch.scope, it) is not None for s in _arm_statements(node)):
         return
-    file.report("OFF104", node.test, api=f"the branch `{short(file, node.test)}`", where=it.where(file),
-                advice=SELECT_ADVICE)
+    if not _reads_device(file, test, branch.scope, it):
+        return
+    file.report("OFF104", test, api=f"the branch `{short(file, test)}`", where=it.where(file), advice=SELECT_ADVICE)
+
+
+def _picks(node: cst.If) -> bool:
+    """Both arms assign the same names, or the one arm assigns from a name the test reads (`if n > 1: c = c / n`)."""
+    body = [s for s in _arm_statements(node) if _in(s, node.body)]
+    rest = [s for s in _arm_statements(node) if not _in(s, node.body)]
+    if rest:
+        return {_target(s) for s in body} == {_target(s) for s in rest}
+    tested = {n.value for n in _names_in(node.test)}
+    return any(tested & {n.value for n in _names_in(s.value)} for s in body if s.value is not None)
+
+
+def _in(statement: cst.CSTNode, block: cst.BaseSuite) -> bool:
+    return isinstance(block, cst.IndentedBlock) and any(
+        isinstance(line, cst.SimpleStatementLine) and statement in line.body for line in block.body)
+
+
+def _target(statement: cst.BaseSmallStatement) -> str:
+    if isinstance(statement, cst.Assign):
+        target = statement.targets[0].target
+    elif isinstance(statement, cst.AugAssign):
+        target = statement.target
+    else:
+        return ""
+    return target.value if isinstance(target, cst.Name) else ""
+
+
+def _computed_on_device(file: CheckedFile, test: cst.BaseExpression, scope: Scope, it: Iteration) -> bool:
+    """Does the test call a device library itself, or read a name this function bound to such a computation?"""
+    if _device_call(file, test, it):
+        return True
+    for name in _names_in(test):
+        for how, value in file.sem.names.assignments(name.value, scope):
+            if how in ("=", "aug") and isinstance(value, cst.BaseExpression) and _device_call(file, value, it):
+                return True
+    return False
 
 
 def _arm_statements(node: cst.If) -> list[cst.BaseSmallStatement]:
@@ -211,10 +256,16 @@ def _device_call(file: CheckedFile, expr: cst.BaseExpression, it: Iteration) -> 
         qualname = file.sem.names.qualify(node.func)
         root = root_name(node.func)
         library = qualname is not None and qualname.split(".")[0] not in HOST_MODULES
-        if (library or (root is not None and root.value in ARRAY_MODULE_NAMES)) and \
+        if (library or (root is not None and _array_module(file, root, it.scope))) and \
                 device_lib(file, node, it.scope, it) is not None:
             return True  # not `abs(t_next - t_prev)`: a builtin of names that may hold host numbers
     return False
+
+
+def _array_module(file: CheckedFile, root: cst.Name, scope: Scope) -> bool:
+    """`xp`, or a name bound to an array module (`mod = getArrayModule(x)`)."""
+    return root.value in ARRAY_MODULE_NAMES or any(
+        how == "=" and array_module(value) for how, value in file.sem.names.assignments(root.value, scope))
 
 
 def _host_at(file: CheckedFile, value: cst.BaseExpression, loop: Loop, index: int, depth: int = 0) -> bool:

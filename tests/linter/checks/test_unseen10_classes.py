@@ -130,3 +130,43 @@ def test_newer_python_syntax_is_linted_not_refused() -> None:
 
 def test_text_that_no_parser_takes_is_still_a_syntax_error() -> None:
     assert codes("import cupy\nx = (\n") == [("OFF901", 2, 5)]
+
+
+LOGGED = """\
+    import logging
+
+    import cupy as cp
+
+    logger = logging.getLogger(__name__)
+
+
+    def reconstruct(frames, probe):
+        for i, frame in enumerate(frames):
+            d = cp.asarray(frame)
+            estimate = cp.abs(d * probe) ** 2
+            logger.debug(f"position {i}: estimated {estimate.sum()}")
+            print("error", estimate.sum())
+            probe = probe + 0.1 * estimate
+        return probe
+    """
+
+
+def test_a_device_value_printed_or_formatted_into_a_log_line_is_read_every_iteration() -> None:
+    found = lint(LOGGED, select=["OFF301"])
+    assert [(f.line, f.column) for f in found.findings] == [(12, 49), (13, 24)]
+    assert found.findings[0].message.startswith(
+        "formatting a cupy array for a log line waits for the device on every iteration of the loop at line 9")
+    assert found.findings[1].message.startswith("printing a cupy array waits for the device")
+
+
+def test_a_logger_s_own_arguments_and_a_periodic_print_are_not_per_iteration_reads() -> None:
+    lazy = LOGGED.replace('logger.debug(f"position {i}: estimated {estimate.sum()}")',
+                          'logger.debug("position %d: estimated %s", i, estimate.sum())')
+    periodic = lazy.replace('print("error", estimate.sum())',
+                            'if i % 100 == 0:\n            print("error", estimate.sum())')
+    assert codes(periodic, select=["OFF301"]) == []
+
+
+def test_a_printed_item_is_one_finding() -> None:
+    code = LOGGED.replace('print("error", estimate.sum())', 'print("error", estimate.sum().item())')
+    assert [c[1] for c in codes(code, select=["OFF301"])] == [12, 13]
