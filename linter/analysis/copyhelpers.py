@@ -31,6 +31,7 @@ import libcst as cst
 
 from .callgraph import CopyHelper
 from .calls import DEVICE_NAME, Calls, Classified
+from .children import children, visit
 from .scopes import IndexedCall, ModuleIndex, Scope
 
 
@@ -119,7 +120,7 @@ def _one_binding(node: cst.FunctionDef, name: str) -> cst.BaseExpression | None:
             if any(isinstance(t.target, cst.Name) and t.target.value == name for t in assign.targets):
                 values.append(assign.value)
 
-    node.visit(Assigns())
+    visit(node, Assigns())
     return values[0] if len(values) == 1 else None
 
 
@@ -136,7 +137,7 @@ def _names(expr: cst.BaseExpression) -> list[cst.Name]:
         elif isinstance(n, cst.Attribute):
             stack.append(n.value)
             continue
-        stack.extend(n.children)
+        stack.extend(children(n))
     return out
 
 

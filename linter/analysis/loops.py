@@ -31,6 +31,7 @@ import re
 import libcst as cst
 
 from .calls import Calls
+from .children import children
 from .conditions import (
     bounded, cleared, conjunct_comparisons, constant, counter_of, equalities, every_n, every_n_or_flag, helper_says_when)
 from .kernels import Kernels
@@ -452,5 +453,5 @@ def walk(node: cst.CSTNode) -> list[cst.CSTNode]:
     while stack:
         current = stack.pop()
         out.append(current)
-        stack.extend(reversed(current.children))
+        stack.extend(reversed(children(current)))
     return out

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from .children import visit
 from .names import Names
 from .scopes import IndexedCall, Scope
 
@@ -100,7 +101,7 @@ def forward_input(names: Names, function: Scope, name: str) -> bool:
         if param is first:
             return True
         uses = _Uses(name)
-        node.body.visit(uses)
+        visit(node.body, uses)
         return uses.array or not uses.number
     return False
 

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import libcst as cst
 
+from .children import visit
 from .names import Names
 from .parameters import root_name
 from .scopes import Loop, Scope, Unpack
@@ -57,7 +58,7 @@ class _Holds(cst.CSTVisitor):
 
 def _holds(tree: cst.CSTNode, node: cst.CSTNode) -> bool:
     visitor = _Holds(node)
-    tree.visit(visitor)
+    visit(tree, visitor)
     return visitor.found
 
 

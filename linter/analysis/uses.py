@@ -24,6 +24,7 @@ from typing import Literal
 
 import libcst as cst
 
+from .children import children
 from .loops import walk
 
 Use = Literal["control", "check", "metric", "other"]
@@ -60,7 +61,7 @@ def path_to(root: cst.CSTNode, target: cst.CSTNode) -> list[cst.CSTNode] | None:
         node, path = stack.pop()
         if node is target:
             return path
-        for child in node.children:
+        for child in children(node):
             stack.append((child, path + [child]))
     return None
 

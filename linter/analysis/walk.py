@@ -22,6 +22,7 @@ from typing import Any
 
 import libcst as cst
 
+from .children import SMALL, STATEMENT, methods, statement_kind, visit
 from .classes import is_self
 from .scopes import (Binding, Event, EventKind, IndexedCall, IndexedNode, Loop, LoopKind, ModuleIndex, Scope, ScopeKind,
                      Unpack, WithItem, dotted, imported_module, target_names)
@@ -67,22 +68,27 @@ class Indexer(cst.CSTVisitor):
         saved = (self.scope, self.loops, self.withs, self.stmts, self.small, self.conds)
         self.scope, self.loops, self.withs, self.stmts, self.small, self.conds = scope, [], [], [], None, []
         for child in body:
-            child.visit(self)
+            visit(child, self)
         self.scope, self.loops, self.withs, self.stmts, self.small, self.conds = saved
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        if isinstance(node, (cst.BaseCompoundStatement, cst.SimpleStatementLine)):
+        kind = statement_kind(type(node))
+        if kind == STATEMENT:
             self.stmts.append(node)
-        elif isinstance(node, cst.BaseSmallStatement):
+        elif kind == SMALL:
             self.small = node
-        return super().on_visit(node)
+        visit_node = methods(type(self), type(node))[0]
+        return visit_node is None or visit_node(self, node) is not False
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
-        super().on_leave(original_node)
-        if isinstance(original_node, (cst.BaseCompoundStatement, cst.SimpleStatementLine)):
+        leave_node = methods(type(self), type(original_node))[1]
+        if leave_node is not None:
+            leave_node(self, original_node)
+        kind = statement_kind(type(original_node))
+        if kind == STATEMENT:
             if self.stmts and self.stmts[-1] is original_node:
                 self.stmts.pop()
-        elif isinstance(original_node, cst.BaseSmallStatement):
+        elif kind == SMALL:
             self.small = None
 
     def _store_target(self, target: cst.CSTNode, how: Binding, value: Any, path: tuple[int, ...] = ()) -> None:
@@ -118,7 +124,7 @@ class Indexer(cst.CSTVisitor):
             while isinstance(base, (cst.Subscript, cst.Attribute)):
                 if isinstance(base, cst.Subscript):
                     for element in base.slice:
-                        element.visit(self)
+                        visit(element, self)
                 base = base.value
             if isinstance(base, cst.Name):
                 self._emit("store", base.value, target)
@@ -129,9 +135,9 @@ class Indexer(cst.CSTVisitor):
                         and isinstance(value, cst.BaseExpression):
                     self.scope.bind(base.value, "item", value)
             else:
-                base.visit(self)
+                visit(base, self)
         else:
-            target.visit(self)
+            visit(target, self)
 
     def _loop_start(self, node: cst.CSTNode, kind: LoopKind) -> Loop:
         loop = Loop(node, kind, self.scope, self.loops[-1] if self.loops else None, len(self.withs), len(self.stmts),
@@ -170,7 +176,7 @@ class Indexer(cst.CSTVisitor):
         return False
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
-        node.value.visit(self)
+        visit(node.value, self)
         return False
 
     def visit_Subscript(self, node: cst.Subscript) -> bool:
@@ -219,31 +225,31 @@ class Indexer(cst.CSTVisitor):
     # -- assignments --------------------------------------------------------------
 
     def visit_Assign(self, node: cst.Assign) -> bool:
-        node.value.visit(self)
+        visit(node.value, self)
         for target in node.targets:
             self._store_target(target.target, "=", node.value)
         return False
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> bool:
         if node.value is not None:
-            node.value.visit(self)
+            visit(node.value, self)
             self._store_target(node.target, "=", node.value)
         return False
 
     def visit_AugAssign(self, node: cst.AugAssign) -> bool:
-        node.value.visit(self)
+        visit(node.value, self)
         if isinstance(node.target, cst.Name):
             name = node.target.value
             self._emit("load", name, node.target)
             self.scope.bind(name, "aug", node.value)
             self._emit("aug", name, node.target, node)
         else:
-            node.target.visit(self)
+            visit(node.target, self)
             self._store_target(node.target, "aug", None)
         return False
 
     def visit_NamedExpr(self, node: cst.NamedExpr) -> bool:
-        node.value.visit(self)
+        visit(node.value, self)
         self._store_target(node.target, "=", node.value)
         return False
 
@@ -262,12 +268,12 @@ class Indexer(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> bool:
         events = self.scope.events
         start = len(events)
-        node.func.visit(self)
+        visit(node.func, self)
         func_range = (start, len(events))
         arg_ranges = []
         for arg in node.args:
             s = len(events)
-            arg.value.visit(self)
+            visit(arg.value, self)
             arg_ranges.append((s, len(events)))
         call = IndexedCall(
             node, self.scope, tuple(self.loops), tuple(self.withs), tuple(self.stmts), tuple(self.conds), self.small,
@@ -284,40 +290,40 @@ class Indexer(cst.CSTVisitor):
     # -- loops ----------------------------------------------------------------------
 
     def visit_For(self, node: cst.For) -> bool:
-        node.iter.visit(self)
+        visit(node.iter, self)
         loop = self._loop_start(node, "for")
         self._store_target(node.target, "for", node.iter)
-        node.body.visit(self)
+        visit(node.body, self)
         self._loop_end(loop)
         if node.orelse is not None:
-            node.orelse.visit(self)
+            visit(node.orelse, self)
         return False
 
     def visit_While(self, node: cst.While) -> bool:
         self.idx.branches.append(self._place(node))
         loop = self._loop_start(node, "while")
-        node.test.visit(self)
-        node.body.visit(self)
+        visit(node.test, self)
+        visit(node.body, self)
         self._loop_end(loop)
         if node.orelse is not None:
-            node.orelse.visit(self)
+            visit(node.orelse, self)
         return False
 
     def _comprehension(self, for_in: cst.CompFor, elements: list[cst.CSTNode], first: bool) -> None:
         if first:
-            for_in.iter.visit(self)  # the outermost iterable runs once, outside the loop
+            visit(for_in.iter, self)  # the outermost iterable runs once, outside the loop
         loop = self._loop_start(for_in, "comp")
         self._comp_counter += 1
         self.comp_names.append({n.value: f"{n.value}@{self._comp_counter}" for n in target_names(for_in.target)})
         self._store_target(for_in.target, "for", for_in.iter)
         for cond in for_in.ifs:
-            cond.test.visit(self)
+            visit(cond.test, self)
         if for_in.inner_for_in is not None:
-            for_in.inner_for_in.iter.visit(self)
+            visit(for_in.inner_for_in.iter, self)
             self._comprehension(for_in.inner_for_in, elements, False)
         else:
             for element in elements:
-                element.visit(self)
+                visit(element, self)
         self._loop_end(loop)
         self.comp_names.pop()
 
@@ -336,7 +342,7 @@ class Indexer(cst.CSTVisitor):
     def visit_Expr(self, node: cst.Expr) -> bool:
         """`model.to(device)` / `model.cuda()` as a statement moves a module in place (see Scope.assigns)."""
         value = node.value
-        node.value.visit(self)
+        visit(node.value, self)
         while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
             if value.func.attr.value in ("to", "cuda", "cpu") and isinstance(value.func.value, cst.Name):
                 self.scope.bind(value.func.value.value, "moved", node.value)
@@ -346,27 +352,27 @@ class Indexer(cst.CSTVisitor):
 
     def visit_If(self, node: cst.If) -> bool:
         self.idx.branches.append(self._place(node))
-        node.test.visit(self)
+        visit(node.test, self)
         self.conds.append((node.test, True))
-        node.body.visit(self)
+        visit(node.body, self)
         self.conds[-1] = (node.test, False)
         if node.orelse is not None:
-            node.orelse.visit(self)
+            visit(node.orelse, self)
         self.conds.pop()
         return False
 
     def visit_IfExp(self, node: cst.IfExp) -> bool:
-        node.test.visit(self)
+        visit(node.test, self)
         self.conds.append((node.test, True))
-        node.body.visit(self)
+        visit(node.body, self)
         self.conds[-1] = (node.test, False)
-        node.orelse.visit(self)
+        visit(node.orelse, self)
         self.conds.pop()
         return False
 
     def visit_Return(self, node: cst.Return) -> bool:
         if node.value is not None:
-            node.value.visit(self)
+            visit(node.value, self)
             self.scope.returns.append(node.value)
         return False
 
@@ -376,7 +382,7 @@ class Indexer(cst.CSTVisitor):
         opened = 0
         for item in node.items:
             start = len(self.scope.events)
-            item.item.visit(self)
+            visit(item.item, self)
             asname = None
             if item.asname is not None:
                 self._store_target(item.asname.name, "with", item.item)
@@ -386,7 +392,7 @@ class Indexer(cst.CSTVisitor):
             self.withs.append(entry)
             self._emit("with", "", node, entry)
             opened += 1
-        node.body.visit(self)
+        visit(node.body, self)
         for _ in range(opened):
             entry = self.withs.pop()
             self._emit("endwith", "", node, entry)
@@ -394,22 +400,22 @@ class Indexer(cst.CSTVisitor):
 
     def visit_ExceptHandler(self, node: cst.ExceptHandler) -> bool:
         if node.type is not None:
-            node.type.visit(self)
+            visit(node.type, self)
         if node.name is not None:
             self._store_target(node.name.name, "other", None)
-        node.body.visit(self)
+        visit(node.body, self)
         return False
 
     def visit_ExceptStarHandler(self, node: cst.ExceptStarHandler) -> bool:
-        node.type.visit(self)
+        visit(node.type, self)
         if node.name is not None:
             self._store_target(node.name.name, "other", None)
-        node.body.visit(self)
+        visit(node.body, self)
         return False
 
     def visit_MatchAs(self, node: cst.MatchAs) -> bool:
         if node.pattern is not None:
-            node.pattern.visit(self)
+            visit(node.pattern, self)
         if node.name is not None:
             self._store_target(node.name, "other", None)
         return False
@@ -421,14 +427,14 @@ class Indexer(cst.CSTVisitor):
 
     def visit_MatchMapping(self, node: cst.MatchMapping) -> bool:
         for element in node.elements:
-            element.key.visit(self)
-            element.pattern.visit(self)
+            visit(element.key, self)
+            visit(element.pattern, self)
         if node.rest is not None:
             self._store_target(node.rest, "other", None)
         return False
 
     def visit_MatchKeywordElement(self, node: cst.MatchKeywordElement) -> bool:
-        node.pattern.visit(self)
+        visit(node.pattern, self)
         return False
 
     # -- definitions --------------------------------------------------------------
@@ -440,7 +446,7 @@ class Indexer(cst.CSTVisitor):
                 everything.append(extra)
         for param in everything:
             if param.default is not None:
-                param.default.visit(self)
+                visit(param.default, self)
         for param in everything:
             scope.params[param.name.value] = param
             scope.bind(param.name.value, "param", param)
@@ -448,7 +454,7 @@ class Indexer(cst.CSTVisitor):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         for decorator in node.decorators:
-            decorator.decorator.visit(self)
+            visit(decorator.decorator, self)
         scope = Scope("function", node, self.scope, node.name.value)
         self.idx.scopes.append(scope)
         self._parameters(node.params, scope)
@@ -467,9 +473,9 @@ class Indexer(cst.CSTVisitor):
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
         for decorator in node.decorators:
-            decorator.decorator.visit(self)
+            visit(decorator.decorator, self)
         for arg in (*node.bases, *node.keywords):
-            arg.value.visit(self)
+            visit(arg.value, self)
         scope = Scope("class", node, self.scope, node.name.value)
         self.idx.scopes.append(scope)
         body = node.body.body if isinstance(node.body, cst.IndentedBlock) else node.body.body
@@ -481,6 +487,6 @@ class Indexer(cst.CSTVisitor):
 def build_index(module: cst.Module, module_name: str = "__main__", is_package: bool = False) -> ModuleIndex:
     indexer = Indexer(module, module_name, is_package)
     for statement in module.body:
-        statement.visit(indexer)
+        visit(statement, indexer)
     return indexer.idx
 

@@ -3,5 +3,5 @@
 from __future__ import annotations
 
 from . import (branches, collectives, fills, flow, hostindices, indexing, kernel_bodies, launches, loaders,  # noqa: F401
-               syncs, printing, transfers)
+               syncs, transfers)
 # (importing a check module registers its checks)

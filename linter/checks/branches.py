@@ -28,6 +28,7 @@ import re
 
 import libcst as cst
 
+from ..analysis.children import children
 from ..analysis.idioms import array_module
 from ..analysis.loops import walk
 from ..analysis.scopes import IndexedNode, Loop, Scope
@@ -140,7 +141,8 @@ def _select(file: CheckedFile, branch: IndexedNode, node: cst.If) -> None:
     if it is None or (it.loop is not None and (it.loop.kind == "comp" or _rare(file, branch, it.loop))):
         return
     test = node.test
-    if _host_truth(test) or not _computed_on_device(file, test, branch.scope, it) or not _picks(node):
+    if _host_truth(test) or _host_question(test) or not _computed_on_device(file, test, branch.scope, it) or \
+            not _picks(file, node):
         return
     if not all(device_lib(file, s.value, branch.scope, it) is not None for s in _arm_statements(node)):
         return
@@ -149,14 +151,42 @@ def _select(file: CheckedFile, branch: IndexedNode, node: cst.If) -> None:
     file.report("OFF104", test, api=f"the branch `{short(file, test)}`", where=it.where(file), advice=SELECT_ADVICE)
 
 
-def _picks(node: cst.If) -> bool:
+#: array-library functions whose answer is a Python bool (types, dtypes, memory bounds), not a device value
+HOST_PREDICATES = frozenset({"isscalar", "issubdtype", "iscomplexobj", "isrealobj", "isfortran", "shares_memory",
+                             "may_share_memory", "isinstance", "issubclass", "hasattr", "callable", "is_tensor",
+                             "is_floating_point", "is_complex", "can_cast", "result_type"})
+
+
+def _host_question(test: cst.BaseExpression) -> bool:
+    """A test the host answers alone: a comparison with a string (`x.mode == "RGB"`), a type or dtype question."""
+    for node in walk(test):
+        if isinstance(node, cst.Comparison) and any(
+                isinstance(side, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+                for side in [node.left, *(c.comparator for c in node.comparisons)]):
+            return True
+        if isinstance(node, cst.Call):
+            func = node.func
+            name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(
+                func, cst.Name) else ""
+            if name in HOST_PREDICATES:
+                return True
+    return False
+
+
+def _picks(file: CheckedFile, node: cst.If) -> bool:
     """Both arms assign the same names, or the one arm assigns from a name the test reads (`if n > 1: c = c / n`)."""
     body = [s for s in _arm_statements(node) if _in(s, node.body)]
     rest = [s for s in _arm_statements(node) if not _in(s, node.body)]
     if rest:
         return {_target(s) for s in body} == {_target(s) for s in rest}
-    tested = {n.value for n in _names_in(node.test)}
+    tested = {n.value for n in _names_in(node.test)} - _modules(file, node.test)
     return any(tested & {n.value for n in _names_in(s.value)} for s in body if s.value is not None)
+
+
+def _modules(file: CheckedFile, test: cst.BaseExpression) -> set[str]:
+    """The names in the test that stand for imported modules (`cupy` of `cupy.isnan(y)`), not values."""
+    return {n.value for n in _names_in(test) if file.sem.names.qualify(n) == n.value or (
+        (file.sem.names.qualify(n) or "").split(".")[0] in ("cupy", "torch", "jax", "numpy", "cupyx", "math"))}
 
 
 def _in(statement: cst.CSTNode, block: cst.BaseSuite) -> bool:
@@ -311,7 +341,7 @@ def _names_in(node: cst.CSTNode) -> list[cst.Name]:
         elif isinstance(current, cst.Attribute):
             stack.append(current.value)
         else:
-            stack.extend(current.children)
+            stack.extend(children(current))
     return out
 
 
@@ -345,7 +375,7 @@ def _reads_device(file: CheckedFile, test: cst.BaseExpression, scope: Scope, it:
             elif file.sem.names.qualify(func) in CONVERSIONS and len(node.args) == 1:
                 if device_lib(file, node.args[0].value, scope, it) is not None:
                     return True
-        stack.extend(node.children)
+        stack.extend(children(node))
     return False
 
 

@@ -18,6 +18,7 @@ import re
 
 import libcst as cst
 
+from ..analysis.children import children
 from ..analysis.classes import method_class
 from ..analysis.scopes import IndexedCall, Scope, dotted
 from .file import CheckedFile
@@ -94,7 +95,7 @@ def _mutated(class_node: cst.CSTNode, attr: str) -> bool:
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
                 node.func.attr.value in MUTATORS and hits(node.func.value):
             return True
-        stack.extend(node.children)
+        stack.extend(children(node))
     return False
 
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from ..analysis.children import visit
 from ..findings import Edit, Fix
 
 if TYPE_CHECKING:
@@ -204,7 +205,7 @@ def _string_continuations(file: CheckedFile, node: cst.CSTNode) -> set[int]:
             lines.update(range(r.start.line + 1, r.end.line + 1))
             return False
 
-    node.visit(Strings())
+    visit(node, Strings())
     return lines
 
 
