@@ -157,9 +157,17 @@ HOST_PREDICATES = frozenset({"isscalar", "issubdtype", "iscomplexobj", "isrealob
                              "is_floating_point", "is_complex", "can_cast", "result_type"})
 
 
+#: words in a name that say it holds what the host knows of an array (its shape, dtype, device), not its data
+METADATA_WORD = re.compile(r"shape|dtype|device|ndim", re.I)
+
+
 def _host_question(test: cst.BaseExpression) -> bool:
-    """A test the host answers alone: a comparison with a string (`x.mode == "RGB"`), a type or dtype question."""
+    """A test the host answers alone: a comparison with a string (`x.mode == "RGB"`), a type or dtype question,
+    a comparison of shapes or devices (`outer_shape != bc_shape`, `device == backend.cpu_device`)."""
     for node in walk(test):
+        if isinstance(node, cst.Comparison) and any(
+                METADATA_WORD.search(name.value) for name in _names_in(node)):
+            return True
         if isinstance(node, cst.Comparison) and any(
                 isinstance(side, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
                 for side in [node.left, *(c.comparator for c in node.comparisons)]):
