@@ -35,7 +35,7 @@ from ..analysis.scopes import IndexedNode, Loop, Scope
 from ..analysis.parameters import root_name
 from ..analysis.reaching import DOWNLOADS, downloaded, host_before_loop, surely_before
 from ..analysis.valuewords import ARRAY_MODULE_NAMES, HOST_MODULES
-from .devicevalues import device_lib, short
+from .devicevalues import TENSOR_METHODS, device_lib, short
 from .file import CheckedFile
 from .iteration import Iteration, iteration_of
 from .registry import check
@@ -213,13 +213,24 @@ def _target(statement: cst.BaseSmallStatement) -> str:
 
 
 def _computed_on_device(file: CheckedFile, test: cst.BaseExpression, scope: Scope, it: Iteration) -> bool:
-    """Does the test call a device library itself, or read a name this function bound to such a computation?"""
-    if _device_call(file, test, it):
+    """Does the test compute on the device itself (a device library's call, an array method of a device value:
+    `mask.any()`), or read a name this function bound to such a computation?"""
+    if _device_call(file, test, it) or _array_method(file, test, scope, it):
         return True
     for name in _names_in(test):
         for how, value in file.sem.names.assignments(name.value, scope):
-            if how in ("=", "aug") and isinstance(value, cst.BaseExpression) and _device_call(file, value, it):
+            if how in ("=", "aug") and isinstance(value, cst.BaseExpression) and (
+                    _device_call(file, value, it) or _array_method(file, value, scope, it)):
                 return True
+    return False
+
+
+def _array_method(file: CheckedFile, expr: cst.BaseExpression, scope: Scope, it: Iteration) -> bool:
+    """`(coords == -1).all(dim=-1)`, `mask.any()`: a reduction method called on a device value."""
+    for node in walk(expr):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
+                node.func.attr.value in TENSOR_METHODS and device_lib(file, node.func.value, scope, it) is not None:
+            return True
     return False
 
 
