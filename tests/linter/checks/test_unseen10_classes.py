@@ -157,3 +157,21 @@ def test_what_a_model_factory_is_given_is_configuration_not_device_data() -> Non
     assert sem.values.device_lib(config, scope) is None
     # what the model computes is on the device
     assert sem.values.device_lib(cst.parse_expression("output"), scope) == "torch"
+
+
+def test_a_select_on_a_reduction_of_a_device_mask_in_a_forward() -> None:
+    code = """\
+        import torch
+        from torch import nn
+
+        class PatchEmbed(nn.Module):
+            def forward(self, x, coords, valid=None):
+                if valid is None:
+                    sentinel = (coords == -1).all(dim=-1)
+                    if sentinel.any():
+                        valid = ~sentinel
+                    else:
+                        valid = torch.ones(coords.shape[:2], dtype=torch.bool, device=coords.device)
+                return self.proj(x) * valid[..., None]
+        """
+    assert codes(code, select=["OFF104"]) == [("OFF104", 8, 16)]
