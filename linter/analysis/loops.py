@@ -32,8 +32,8 @@ import libcst as cst
 
 from .calls import Calls
 from .children import children
-from .conditions import (
-    bounded, cleared, conjunct_comparisons, constant, counter_of, equalities, every_n, every_n_or_flag, helper_says_when)
+from .conditions import (bounded, cleared, conjunct_comparisons, constant, counter_of, equalities, every_n,
+                         every_n_or_flag, helper_says_when)
 from .kernels import Kernels
 from .names import Names
 from .project import WRITES

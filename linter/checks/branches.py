@@ -183,8 +183,9 @@ def _host_question(test: cst.BaseExpression) -> bool:
 
 def _picks(file: CheckedFile, node: cst.If) -> bool:
     """Both arms assign the same names, or the one arm assigns from a name the test reads (`if n > 1: c = c / n`)."""
-    body = [s for s in _arm_statements(node) if _in(s, node.body)]
-    rest = [s for s in _arm_statements(node) if not _in(s, node.body)]
+    statements = _arm_statements(node)
+    body = [s for s in statements if _in(s, node.body)]
+    rest = [s for s in statements if not _in(s, node.body)]
     if rest:
         return {_target(s) for s in body} == {_target(s) for s in rest}
     tested = {n.value for n in _names_in(node.test)} - _modules(file, node.test)
@@ -198,8 +199,9 @@ def _modules(file: CheckedFile, test: cst.BaseExpression) -> set[str]:
 
 
 def _in(statement: cst.CSTNode, block: cst.BaseSuite) -> bool:
+    """Is the statement (this very node) one of the block's?"""
     return isinstance(block, cst.IndentedBlock) and any(
-        isinstance(line, cst.SimpleStatementLine) and statement in line.body for line in block.body)
+        isinstance(line, cst.SimpleStatementLine) and any(s is statement for s in line.body) for line in block.body)
 
 
 def _target(statement: cst.BaseSmallStatement) -> str:
