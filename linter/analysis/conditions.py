@@ -47,9 +47,7 @@ def equalities(test: cst.BaseExpression, taken: bool, constants: bool = True) ->
         equal = isinstance(op, (cst.Equal, cst.Is, cst.In))
         unequal = isinstance(op, (cst.NotEqual, cst.IsNot, cst.NotIn))
         comparator = test.comparisons[0].comparator
-        constant = isinstance(comparator, (cst.Integer, cst.Float, cst.SimpleString)) or (
-            isinstance(comparator, cst.Name) and comparator.value in ("None", "True", "False"))
-        if (constant or not constants) and ((taken and equal) or (not taken and unequal)):
+        if (constant(comparator) or not constants) and ((taken and equal) or (not taken and unequal)):
             return [test]
     return []
 

@@ -44,6 +44,10 @@ ARRAY_MODULE_WORDS = frozenset({"get_array_module", "xp"})
 ARRAY_MODULE_NAMES = frozenset({"xp", "ncp"})
 # Method prefixes of questions an object answers on the host (`instances.has("pred_boxes")`, `x.is_pinned()`).
 PREDICATES = ("is_", "has")
+# Functions of the array libraries whose answer is a Python bool about types, dtypes or memory bounds, not a device
+# value (besides the `is_`/`has` predicates above).
+HOST_PREDICATES = frozenset({"isscalar", "issubdtype", "iscomplexobj", "isrealobj", "isfortran", "shares_memory",
+                             "may_share_memory", "isinstance", "issubclass", "callable", "can_cast", "result_type"})
 # Methods of files and I/O handles (kvikio's CuFile, cuda.core streams) that take a device buffer and give back
 # a future or a byte count: `fut = f.pread(buf); fut.get()` is no CuPy `.get()`.
 IO_METHODS = frozenset({"read", "write", "pread", "pwrite", "raw_read", "raw_write", "read_async", "write_async",

@@ -34,7 +34,7 @@ from ..analysis.loops import walk
 from ..analysis.scopes import IndexedNode, Loop, Scope
 from ..analysis.parameters import root_name
 from ..analysis.reaching import DOWNLOADS, downloaded, host_before_loop, surely_before
-from ..analysis.valuewords import ARRAY_MODULE_NAMES, HOST_MODULES
+from ..analysis.valuewords import ARRAY_MODULE_NAMES, HOST_MODULES, HOST_PREDICATES, PREDICATES
 from .devicevalues import TENSOR_METHODS, device_lib, short
 from .file import CheckedFile
 from .iteration import Iteration, iteration_of
@@ -151,12 +151,6 @@ def _select(file: CheckedFile, branch: IndexedNode, node: cst.If) -> None:
     file.report("OFF104", test, api=f"the branch `{short(file, test)}`", where=it.where(file), advice=SELECT_ADVICE)
 
 
-#: array-library functions whose answer is a Python bool (types, dtypes, memory bounds), not a device value
-HOST_PREDICATES = frozenset({"isscalar", "issubdtype", "iscomplexobj", "isrealobj", "isfortran", "shares_memory",
-                             "may_share_memory", "isinstance", "issubclass", "hasattr", "callable", "is_tensor",
-                             "is_floating_point", "is_complex", "can_cast", "result_type"})
-
-
 #: words in a name that say it holds what the host knows of an array (its shape, dtype, device), not its data
 METADATA_WORD = re.compile(r"shape|dtype|device|ndim", re.I)
 
@@ -176,7 +170,7 @@ def _host_question(test: cst.BaseExpression) -> bool:
             func = node.func
             name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(
                 func, cst.Name) else ""
-            if name in HOST_PREDICATES:
+            if name in HOST_PREDICATES or name.startswith(PREDICATES):
                 return True
     return False
 

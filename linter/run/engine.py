@@ -73,8 +73,7 @@ def vet(text: str) -> tuple[int, int, str] | None:
     try:
         ast.parse(text)
     except SyntaxError as exc:
-        if not _newer_python(text, exc):
-            return exc.lineno or 1, exc.offset or 1, exc.msg
+        return exc.lineno or 1, exc.offset or 1, exc.msg
     except (RecursionError, MemoryError):
         return 1, 1, "too deeply nested for Python's parser"
     except ValueError as exc:  # null bytes
@@ -82,21 +81,21 @@ def vet(text: str) -> tuple[int, int, str] | None:
     return None
 
 
-def _newer_python(text: str, exc: SyntaxError) -> bool:
-    """Is `text` valid Python of a newer version than this interpreter's (`type Alias = ...` on 3.11)?
+def _newer_python(text: str, message: str) -> cst.Module | None:
+    """LibCST's tree of `text` if it is valid Python newer than this interpreter's (`type Alias = ...` on 3.11).
 
     LibCST's grammar runs ahead of the interpreter the linter may run on, so
     a file that only CPython rejects is parsed by LibCST and linted. Text
     CPython refused for its nesting or size never reaches LibCST (the reason
     `vet` exists); text LibCST rejects too keeps CPython's message.
     """
-    if sys.version_info >= _LIBCST_PYTHON or any(word in (exc.msg or "") for word in ("nested", "levels", "too many")):
-        return False
+    if sys.version_info >= _LIBCST_PYTHON or any(word in message for word in ("nested", "levels", "too many")):
+        return None
     try:
-        cst.parse_module(text)
+        return cst.parse_module(text)
     except Exception:
-        return False
-    return True
+        interrupt.check()  # or Ctrl-C, arriving inside the native parser
+        return None
 
 
 #: the newest Python whose grammar LibCST parses (1.x: 3.13); from that version on CPython's verdict stands alone
@@ -193,10 +192,11 @@ def _lint(
     if oversized is not None:
         return FileResult(path, oversized)
     rejected = vet(text)
-    if rejected is not None:
+    module = _newer_python(text, rejected[2]) if rejected is not None else None
+    if rejected is not None and module is None:
         return FileResult(path, _syntax_error(settings, text, *rejected))
     try:
-        module = cst.parse_module(text)
+        module = module if module is not None else cst.parse_module(text)
     except Exception as exc:  # valid Python that LibCST cannot parse (newer syntax)
         interrupt.check()  # or Ctrl-C, arriving inside the native parser
         line = getattr(exc, "raw_line", 1) or 1
