@@ -65,6 +65,7 @@ class Summary:
     device_kwargs: tuple[str, ...] = ()  # callees handed device values as keywords (`meter.update(**losses)`)
     copy_helpers: tuple[CopyHelper, ...] = ()  # functions that return a copy of a parameter (`to_cupy(x)`)
     reexports: tuple[tuple[str, str], ...] = ()  # a package's names: `acme.Learner` -> `acme.core.Learner`
+    device_args: tuple[tuple[str, str, str], ...] = ()  # (callee, parameter, library or "host"): `arguments`
 
 
 @dataclass(frozen=True)

@@ -26,12 +26,13 @@ from typing import Mapping
 import libcst as cst
 
 from .callgraph import Hot, HotKind, Summary, hot_functions
-from .loops import LoopFacts, over_axes, over_entries, over_parameters
+from .loops import LoopFacts, few, over_axes, over_entries, over_parameters
 from .names import Names
 from .reaching import Taints
 from .valuewords import MAYBE
-from .scopes import IndexedCall, Scope
+from .scopes import IndexedCall, Scope, qualified_name
 from .copyhelpers import copy_helpers
+from .arguments import device_args
 
 LOSS_NAME = re.compile(r"^(?:losses?|compute_loss(?:es)?|get_loss(?:es)?|loss_\w+|\w+_loss(?:es)?)$")
 STEP_NAME = re.compile(r"^(?:\w+_step|run_step|train_one_step)$")
@@ -62,12 +63,7 @@ class Functions:
     def qualname(self, scope: Scope) -> str:
         key = id(scope)
         if key not in self._qualnames:
-            parts = []
-            s: Scope | None = scope
-            while s is not None and s.kind != "module":
-                parts.append(s.name)
-                s = s.parent
-            self._qualnames[key] = ".".join([self.idx.module_name, *reversed(parts)])
+            self._qualnames[key] = qualified_name(scope, self.idx.module_name)
         return self._qualnames[key]
 
     def _def_target(self, name: str, scope: Scope) -> str | None:
@@ -210,6 +206,8 @@ class Functions:
             if callee is None:
                 continue
             loop = call.loop
+            while loop is not None and (few(loop) or over_entries(loop)):
+                loop = loop.parent  # `for i in range(3): f(x)`: three calls, the enclosing iteration's if any
             if loop is not None:
                 if not self.loops.rare_branch(call, loop) and not self.loops.amortised(call, loop, self.idx.loops):
                     holder = self.qualname(call.scope) if call.scope.kind != "module" else ""
@@ -226,6 +224,7 @@ class Functions:
             functions=tuple(functions), looping=tuple(sorted(set(looping))), bases=self._bases(),
             attributes=self._attributes(), roles=tuple(roles), roots=tuple(dict.fromkeys(roots)),
             edges=tuple(dict.fromkeys(edges)),
+            device_args=() if self.values is None else device_args(self.idx, self.names, self.values, self.callee),
         )
         local = hot_functions([summary])
         self._summary = Summary(**{**summary.__dict__, "hot_here": tuple(sorted(local))})

@@ -400,10 +400,13 @@ def few(loop: Loop) -> bool:
     it = node.iter
     if isinstance(it, (cst.List, cst.Tuple)):
         return len(it.elements) <= 8
-    if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "range" and len(it.args) == 1:
+    if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value.lstrip("_") in ("range", "xrange") \
+            and len(it.args) == 1:  # `_range = range` shadowed by a module's own `range`
         bound = it.args[0].value
         if isinstance(bound, cst.Integer):
             return int(bound.value) <= 8
+        if _axis_count(bound):
+            return True  # `range(len(x.shape))`, `range(x.ndim)`
         name = bound.attr.value if isinstance(bound, cst.Attribute) else bound.value if isinstance(
             bound, cst.Name) else ""
         return name in ("ndim", "dim", "ndims", "num_dims", "n_dims")  # one pass per axis

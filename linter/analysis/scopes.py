@@ -181,3 +181,13 @@ def imported_module(module_name: str, is_package: bool, relative: int, module: s
     for _ in range(relative - 1):
         package = package.rpartition(".")[0]
     return ".".join(p for p in (package, module) if p)
+
+
+def qualified_name(scope: Scope, module_name: str) -> str:
+    """`pkg.mod.Class.method`: the name the project's call graph knows a scope by."""
+    parts = []
+    s: Scope | None = scope
+    while s is not None and s.kind != "module":
+        parts.append(s.name)
+        s = s.parent
+    return ".".join([module_name, *reversed(parts)])

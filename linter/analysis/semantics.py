@@ -42,11 +42,12 @@ class Semantics:
     """The analysis of one file; create one per lint."""
 
     def __init__(self, idx: ModuleIndex, apis: ApiIndex, foreign: KernelIndex, path: str = "",
-                 hot: Mapping[str, Hot] | None = None) -> None:
+                 hot: Mapping[str, Hot] | None = None, handed: Mapping[str, Mapping[str, str]] | None = None) -> None:
         self.idx = idx
         self.names = Names(idx, apis)
         self.kernels = Kernels(self.names, foreign)
         self.calls = Calls(self.names, apis)
         self.values: DeviceValues = self.calls.values
+        self.values.handed = handed or {}
         self.loops = LoopFacts(self.names, self.calls, self.kernels)
         self.functions = Functions(self.names, self.loops, path, hot, self.values)

@@ -61,6 +61,9 @@ class Unpacking:
                 if source.func.attr.value == "keys" or index[:1] != [1]:
                     return None  # a dict's keys are names, not arrays
                 return self.element(source.func.value, index[1:], scope, depth)  # `for k, v in losses.items()`
+            if isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute) and index[:1] == [0] \
+                    and source.func.attr.value.startswith("named_"):
+                return None  # `for name, m in model.named_modules()`: a name, whatever the module holds
             if parameters_of_module(source) and "torch" in self.values.names.libraries:
                 named = source.func.attr.value.startswith("named_")  # type: ignore[union-attr]
                 return "torch" if index == ([1] if named else []) else None  # `for name, p in m.named_parameters()`

@@ -29,17 +29,18 @@ its memo of classifications after each pass of the solution.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Mapping, Protocol
 
 import libcst as cst
 
 from .names import Names
 from .parameters import bound_arg, forward_input, method_calls, positional_params
 from .classes import buffer_names, method_class, own_method
+from .arguments import handed_lib, host_rebound
 from .idioms import array_module
 from .reaching import host_when_reached
 from .unpacking import Unpacking
-from .scopes import Binding, IndexedCall, Scope, Unpack
+from .scopes import Binding, IndexedCall, Scope, Unpack, qualified_name
 
 from .jaxsteps import compiled, jax_step, jitted
 from .valuewords import (
@@ -72,6 +73,8 @@ class DeviceValues:
         self._fed: set[tuple[int, str]] | None = None
         self._attrs: dict[tuple[int, str], str] = {}  # (class scope, attribute) -> what `self.attr = ...` stores
         self._buffer_names: dict[int, set[str]] | None = None
+        # what the project's callers hand this file's functions (`run.handed`): function -> parameter -> library
+        self.handed: Mapping[str, Mapping[str, str]] = {}
 
     # -- the questions checks ask ---------------------------------------------------------
 
@@ -474,7 +477,8 @@ class DeviceValues:
         if method:
             positional = positional[1:]
         if not calls:
-            return None
+            return None if host_rebound(self.names.assignments(name, function), self.names) else handed_lib(
+                self.handed, qualified_name(function, self.idx.module_name), name, positional)
         found: str | None = None
         for call in calls:
             arg = bound_arg(call.node, positional, name)

@@ -48,6 +48,7 @@ from ..findings import FileResult, Finding
 from ..inputs import suppressions
 from ..inputs.notebooks import CellMap
 from ..inputs.source import Decoded, DecodeError, decode
+from .handed import told as told_params
 from .helpers import told as told_helpers
 
 #: the codes the engine reports itself: a file that cannot be read, parsed, or is too large never reaches a check
@@ -124,6 +125,7 @@ def lint_text(
     cells: CellMap | None = None,
     hot: Mapping[str, Hot] | None = None,
     helpers: Mapping[str, Api] | None = None,
+    params: Mapping[str, Mapping[str, str]] | None = None,
 ) -> FileResult:
     """Lint one file's text; for a notebook, `text` is its cells' Python and `cells` their map.
 
@@ -131,6 +133,8 @@ def lint_text(
     iteration (the runner's call graph); the file adds what it sees itself.
     `helpers`: the project's copy helpers this file calls, by the name it
     calls them (`run.helpers`), added to its catalog.
+    `params`: what the project's other files hand this file's functions
+    (`run.handed`): function -> parameter -> the library of its device arrays.
 
     Python's cyclic garbage collector is paused meanwhile: a LibCST tree is
     hundreds of thousands of objects, none of them garbage while the file is
@@ -142,9 +146,9 @@ def lint_text(
     try:
         if helpers:
             apis = replace(apis, calls={**apis.calls, **helpers})
-        result = _lint(text, settings, apis, kernels, path, module_name, is_package, prefilter, cells, hot)
-        if helpers:
-            result = replace(result, told=result.told + told_helpers(helpers))
+        result = _lint(text, settings, apis, kernels, path, module_name, is_package, prefilter, cells, hot, params)
+        if helpers or params:
+            result = replace(result, told=result.told + told_helpers(helpers) + told_params(params))
     finally:
         if collecting:
             gc.enable()
@@ -185,6 +189,7 @@ def _lint(
     prefilter: bool,
     cells: CellMap | None,
     hot: Mapping[str, Hot] | None,
+    params: Mapping[str, Mapping[str, str]] | None = None,
 ) -> FileResult:
     if prefilter and not apis.mentions_api(text):
         return FileResult(path, skipped=True)
@@ -206,7 +211,7 @@ def _lint(
         return FileResult(path, _syntax_error(settings, text, line, column, message))
     try:
         index = build_index(module, module_name, is_package)
-        sem = Semantics(index, apis, kernels or KernelIndex(), path, hot)
+        sem = Semantics(index, apis, kernels or KernelIndex(), path, hot, params)
         file = CheckedFile(text, index, sem, settings, cells.label if cells is not None else None)
         for fn in checks_for(settings.enabled):
             fn(file)

@@ -46,6 +46,8 @@ from ..inputs.notebooks import CellMap, Notebook, NotebookError, is_notebook
 from ..inputs.source import DecodeError, UnreadableError, decode, read_source
 from .cache import Cache
 from .helpers import project_helpers
+from .handed import Handed, project_params
+from .handed import told as told_params
 from .helpers import told as told_helpers
 from .workers import WorkerDied, die_with_parent
 
@@ -190,7 +192,7 @@ def _init_worker(settings: RuleSettings, apis: ApiIndex, parent: int | None = No
 
 
 def _lint_job(job: Job, sigs: dict, hot: Mapping[str, Hot] | None = None,  # type: ignore[type-arg]
-              helpers: Mapping[str, Api] | None = None) -> FileResult:
+              helpers: Mapping[str, Api] | None = None, params: Handed | None = None) -> FileResult:
     from .engine import lint_text  # LibCST loads only when a file needs parsing
     kernels = _STATE.get("kernels")
     if kernels is None or _STATE.get("sigs") is not sigs:
@@ -199,13 +201,14 @@ def _lint_job(job: Job, sigs: dict, hot: Mapping[str, Hot] | None = None,  # typ
     return lint_text(
         job.text, _STATE["settings"], _STATE["apis"], kernels,
         path=job.display, module_name=job.module_name, is_package=job.is_package, cells=job.cells, hot=hot,
-        helpers=helpers,
+        helpers=helpers, params=params,
     )
 
 
 def _lint_chunk(chunk: list[Job], sigs: dict, hots: Mapping[str, Mapping[str, Hot]],  # type: ignore[type-arg]
-                helpers: Mapping[str, Mapping[str, Api]]) -> list[FileResult]:
-    return [_lint_job(job, sigs, hots.get(job.display), helpers.get(job.display)) for job in chunk]
+                helpers: Mapping[str, Mapping[str, Api]], params: Mapping[str, Handed]) -> list[FileResult]:
+    return [_lint_job(job, sigs, hots.get(job.display), helpers.get(job.display), params.get(job.display))
+            for job in chunk]
 
 
 class Runner:
@@ -232,14 +235,16 @@ class Runner:
 
     def _map(self, jobs: list[Job], sigs: dict,  # type: ignore[type-arg]
              hots: Mapping[str, Mapping[str, Hot]] | None = None,
-             helpers: Mapping[str, Mapping[str, Api]] | None = None) -> list[FileResult]:
+             helpers: Mapping[str, Mapping[str, Api]] | None = None,
+             params: Mapping[str, Handed] | None = None) -> list[FileResult]:
         hots = hots or {}
         helpers = helpers or {}
+        params = params or {}
         if self.jobs == 1 or len(jobs) < 8:
             _init_worker(self.settings, self.apis)
             return [r for i, job in enumerate(jobs)
-                    if (r := self._tick(_lint_job(job, sigs, hots.get(job.display), helpers.get(job.display)),
-                                        i, len(jobs)))]
+                    if (r := self._tick(_lint_job(job, sigs, hots.get(job.display), helpers.get(job.display),
+                                                  params.get(job.display)), i, len(jobs)))]
         if self._pool is None:
             method = "fork" if sys.platform.startswith("linux") else "spawn"
             self._pool = ProcessPoolExecutor(
@@ -251,9 +256,11 @@ class Runner:
         parts = [{job.display: hots[job.display] for job in chunk if job.display in hots} for chunk in chunks]
         helper_parts = [{job.display: helpers[job.display] for job in chunk if job.display in helpers}
                         for chunk in chunks]
+        param_parts = [{job.display: params[job.display] for job in chunk if job.display in params} for chunk in chunks]
         out: list[FileResult] = []
         try:
-            for chunk_result in self._pool.map(_lint_chunk, chunks, [sigs] * len(chunks), parts, helper_parts):
+            for chunk_result in self._pool.map(_lint_chunk, chunks, [sigs] * len(chunks), parts, helper_parts,
+                                                param_parts):
                 out.extend(chunk_result)
                 self._tick(None, len(out) - 1, len(jobs))
         except BrokenProcessPool:
@@ -355,9 +362,10 @@ class Runner:
         done.update(fresh)
         hots = _project_hot({**self._plain, **done}, self.drives)
         helpers = project_helpers(done, hots)
+        params = project_params(done, hots)
         told = [j for j in candidates if tuple(sorted(hots.get(j.display, {}))) + told_helpers(helpers.get(j.display))
-                != done[j.display].told]
-        fresh.update(zip((j.display for j in told), self._map(told, sigs, hots, helpers)))
+                + told_params(params.get(j.display)) != done[j.display].told]
+        fresh.update(zip((j.display for j in told), self._map(told, sigs, hots, helpers, params)))
         out.relinted = len(told)
         done.update(fresh)
         out.cached = len(candidates) - len(fresh)
