@@ -80,7 +80,8 @@ ARRAY_BUILTINS = frozenset({"builtins.abs", "builtins.pow", "builtins.sum", "bui
 # Functions of these modules return host values whatever they are given.
 HOST_MODULES = frozenset({"builtins", "numpy", "math", "time", "os", "sys", "logging", "json", "random", "itertools",
                           "functools", "operator", "collections", "re", "string", "pathlib", "warnings", "copy",
-                          "pickle", "typing", "dataclasses", "inspect", "argparse"})
+                          "pickle", "typing", "dataclasses", "inspect", "argparse",
+                          "ctypes"})  # `err = lib.kernel(ctypes.cast(x.data.ptr, ...))`: a C function's int
 
 # NumPy functions that make a NumPy array of what they are given (CuPy refuses them; JAX and torch download):
 # every other NumPy function given a CuPy array hands the call to CuPy (`__array_ufunc__`, `__array_function__`).

@@ -43,6 +43,8 @@ def transfers(file: CheckedFile) -> None:
         if use is None or use.kind not in ("h2d", "d2h"):
             continue
         if use.kind == "h2d":
+            if _stacked_on_device(file, call, use):
+                continue
             if (creators and file.enabled("OFF105") and not _start_up(file, call)
                     and _host_alloc(file, call, use, creators)):
                 continue
@@ -321,6 +323,16 @@ def _device_in_list(file: CheckedFile, call: IndexedCall, data: cst.BaseExpressi
     return any(not isinstance(e, cst.StarredElement) and (
         file.sem.values.device_at(e.value, call) if isinstance(e.value, cst.Name)
         else file.sem.values.device_lib(e.value, call.scope) is not None) for e in data.elements)
+
+
+def _stacked_on_device(file: CheckedFile, call: IndexedCall, use: Classified) -> bool:
+    """`cupy.asarray((rho_a, rho_b))` of CuPy arrays: CuPy stacks a sequence of its own arrays on the device
+    (it concatenates them; nothing is read or uploaded), unlike `torch.tensor([t1, t2])`, which reads each."""
+    data = use.data
+    if use.api.library != "cupy" or not isinstance(data, (cst.List, cst.Tuple)) or not data.elements:
+        return False
+    return all(not isinstance(e, cst.StarredElement) and file.sem.values.device_lib(e.value, call.scope) == "cupy"
+               for e in data.elements)
 
 
 # Libraries whose upload of a Python list blocks the host until the device's queue is done (PyTorch copies
