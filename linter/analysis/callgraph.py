@@ -253,8 +253,8 @@ def hot_functions(summaries: Iterable[Summary], seeds: Iterable[Hot] = ()) -> di
         h = queue.popleft()
         for callee in callees.get(h.function, ()):
             target = graph.resolve(callee)
-            if target is None or target in hot or target in graph.looping:
-                continue
+            if target is None or target in hot or target in graph.looping and h.kind == "loop":
+                continue  # a step's own helpers run every step, loops of their own or not (`build_targets`)
             add(Hot(target, h.kind, h.path, h.holder, h.loop, h.via or h.function))
         for override in graph.overrides(h.function):
             if override not in graph.looping:

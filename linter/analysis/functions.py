@@ -35,6 +35,7 @@ from .copyhelpers import copy_helpers
 from .arguments import device_args
 
 LOSS_NAME = re.compile(r"^(?:losses?|compute_loss(?:es)?|get_loss(?:es)?|loss_\w+|\w+_loss(?:es)?)$")
+LOSS_CLASS = re.compile(r"Loss|Criterion")
 STEP_NAME = re.compile(r"^(?:\w+_step|run_step|train_one_step)$")
 TRACERS = frozenset({"jax.jit", "jax.pmap", "jax.vmap", "jax.grad", "jax.value_and_grad", "jax.checkpoint",
                      "jax.lax.scan", "jax.lax.fori_loop", "jax.lax.while_loop", "flax.linen.compact",
@@ -128,7 +129,11 @@ class Functions:
         """The qualified name a call runs, as far as this file can tell (the project resolves the rest)."""
         func, scope = call.node.func, call.scope
         if isinstance(func, cst.Name):
-            return self._def_target(func.value, scope)
+            found = self._def_target(func.value, scope)
+            if found is None:
+                owner = self._instance_of(func.value, scope)  # `compute_loss = ComputeLoss(model)`, then called
+                found = f"{owner}.__call__" if owner is not None else None
+            return found
         if not isinstance(func, cst.Attribute):
             return None
         base, attr = func.value, func.attr.value
@@ -176,8 +181,8 @@ class Functions:
         in_class = scope.parent is not None and scope.parent.kind == "class"
         if name == "forward" and in_class:
             return "forward"
-        if LOSS_NAME.match(name):
-            return "loss"
+        if LOSS_NAME.match(name) or name == "__call__" and in_class and LOSS_CLASS.search(scope.parent.name):
+            return "loss"  # `loss_fn(...)`, and a loss object's call (`ComputeLoss(model)(pred, targets)`)
         if STEP_NAME.match(name):
             return "step"
         return None

@@ -37,6 +37,8 @@ def constant_data(file: CheckedFile, expr: cst.BaseExpression, scope: Scope, dep
         return owner is not None and _fixed_attribute(file, owner, expr.attr.value)
     if isinstance(expr, cst.Name) and depth == 0:
         return _always_given_constant(file, expr.value, scope)
+    if isinstance(expr, (cst.List, cst.Tuple)) and depth == 0:
+        return _literal_table(expr) >= 2  # `torch.tensor([[0, 0], [1, 0], ...], device=d)`: an offsets table
     if isinstance(expr, cst.BinaryOperation):  # `1.0 - self.alphas_cumprod`
         return all(_number(side) or constant_data(file, side, scope, depth) for side in (expr.left, expr.right)) \
             and not (_number(expr.left) and _number(expr.right))
@@ -49,6 +51,16 @@ def constant_data(file: CheckedFile, expr: cst.BaseExpression, scope: Scope, dep
             not a.star and (_number(a.value) if a.keyword is not None else
                             _number(a.value) or constant_data(file, a.value, scope, depth)) for a in expr.args)
     return False
+
+
+def _literal_table(node: cst.BaseExpression) -> int:
+    """How many numbers a nested list/tuple literal of numbers holds (0 when anything else is in it)."""
+    if _number(node):
+        return 1
+    if not isinstance(node, (cst.List, cst.Tuple)) or not node.elements:
+        return 0
+    counts = [0 if isinstance(e, cst.StarredElement) else _literal_table(e.value) for e in node.elements]
+    return 0 if 0 in counts else sum(counts)
 
 
 def _number(node: cst.BaseExpression) -> bool:

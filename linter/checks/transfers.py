@@ -52,7 +52,8 @@ def transfers(file: CheckedFile) -> None:
                 continue
         loop = call.loop
         if loop is None:
-            if use.kind == "h2d" and file.enabled("OFF101") and not once(call):
+            if use.kind == "h2d" and file.enabled("OFF101") and (
+                    not once(call) or file.sem.functions.hot(call.scope) is not None):  # `build_targets` of a loss
                 _constant_per_call(file, call, use)
             continue
         if sem.loops.rare_branch(call, loop):
