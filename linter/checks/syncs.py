@@ -217,7 +217,7 @@ def _judge_read(file: CheckedFile, call: IndexedCall, loop: Loop, api: str, valu
     sem = file.sem
     if sem.loops.rare_branch(call, loop) or over_ranks(file, loop) or once(call):
         return  # (a loop in `load_*`, `__init__`: once per object, not per step)
-    element = _element_source(file, call, loop, value, in_step)
+    element = element_source(file, call.scope, loop, value, in_step)
     if element is not None:
         if file.enabled("OFF302"):
             file.report("OFF302", call.node, api=api, array=element, loop_line=file.line(loop.node))
@@ -306,7 +306,7 @@ def _divisor(call: IndexedCall) -> bool:
         parent.right is call.node
 
 
-def _element_source(file: CheckedFile, call: IndexedCall, loop: Loop, value: cst.BaseExpression,
+def element_source(file: CheckedFile, scope: Scope, loop: Loop, value: cst.BaseExpression,
                     in_step: bool = False) -> str | None:
     """The device array `value` is one element of, when the loop walks that array (else None).
 
@@ -337,16 +337,16 @@ def _element_source(file: CheckedFile, call: IndexedCall, loop: Loop, value: cst
             return None
         changed = sem.loops.changed_in(loop)
         index_changes = not all(sem.loops.expression_invariant(e.slice, loop, changed) for e in node.slice)
-        known = sem.values.array_lib(array, call.scope) is not None or (in_step and sem.functions.torch)
+        known = sem.values.array_lib(array, scope) is not None or (in_step and sem.functions.torch)
         if index_changes and root.value not in changed and known and not host_before_loop(sem.values, array, loop):
             return file.code(array)
         return None
     if not isinstance(node, cst.Name):
         return None
-    for how, bound in sem.names.assignments(sem.names.name_of(node), call.scope):
+    for how, bound in sem.names.assignments(sem.names.name_of(node), scope):
         if how != "for" or not isinstance(bound, Unpack) or not _iterates(loop, bound.source):
             continue
-        source = _iterated_array(file, call, bound, loop)
+        source = _iterated_array(file, scope, bound, loop)
         if source is not None:
             return source
     return None
@@ -361,7 +361,7 @@ def _iterates(loop: Loop, source: cst.BaseExpression) -> bool:
     return False
 
 
-def _iterated_array(file: CheckedFile, call: IndexedCall, bound: Unpack, loop: Loop) -> str | None:
+def _iterated_array(file: CheckedFile, scope: Scope, bound: Unpack, loop: Loop) -> str | None:
     sem = file.sem
     source = bound.source
     index = list(bound.index)
@@ -378,7 +378,7 @@ def _iterated_array(file: CheckedFile, call: IndexedCall, bound: Unpack, loop: L
             source = args[0]
         else:
             return None
-    if sem.values.array_lib(source, call.scope) is None or host_before_loop(sem.values, source, loop):
+    if sem.values.array_lib(source, scope) is None or host_before_loop(sem.values, source, loop):
         return None  # `f = np.asarray(f)` before `for v in f`: the loop walks the host copy
     return file.code(source)
 
