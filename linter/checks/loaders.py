@@ -32,6 +32,11 @@ WRAPPERS = frozenset({"enumerate", "tqdm", "zip", "iter", "islice", "trange"})
 
 @check("OFF109")
 def loader_copies(file: CheckedFile) -> None:
+    _with_loader(file)
+    _mixed(file)
+
+
+def _with_loader(file: CheckedFile) -> None:
     sem = file.sem
     for call in file.index.calls:
         qualname = sem.names.qualify(call.node.func) or ""
@@ -49,16 +54,49 @@ def loader_copies(file: CheckedFile) -> None:
             if not copies:
                 continue
             if not pinned:
-                file.report("OFF109", call.node, _pin_fix(file, call), loader_line=file.line(call.node),
+                file.report("OFF109", call.node, _pin_fix(file, call), batches=_of_loader(file, call),
                            loop_line=file.line(loop.node), how="from pageable memory",
                            advice="pass pin_memory=True to the DataLoader and copy with .to(device, non_blocking=True)")
                 break
             for copy in copies:  # pinned, but each copy still waits: `.to(device)` without non_blocking
                 if not _non_blocking(copy.node):
-                    file.report("OFF109", copy.node, _non_blocking_fix(file, copy), loader_line=file.line(call.node),
+                    file.report("OFF109", copy.node, _non_blocking_fix(file, copy), batches=_of_loader(file, call),
                                loop_line=file.line(loop.node), how="with a blocking copy from pinned memory",
                                advice="pass non_blocking=True, so the host queues the step while the copy runs")
             break
+
+
+def _of_loader(file: CheckedFile, call: IndexedCall) -> str:
+    line = file.line(call.node)
+    return f"the batches of the DataLoader at line {file.line_label(line) if file.line_label is not None else line}"
+
+
+def _mixed(file: CheckedFile) -> None:
+    """A loop that copies one part of its batch with `non_blocking=True` and another part without.
+
+    `imgs.to(device, non_blocking=True)` says the batch is pinned (a loader
+    built in another file, `pin_memory=True`): the author meant the copies to
+    overlap, and `targets.to(device)` beside it still waits for its copy
+    (a stream synchronisation per batch), wherever the loader was made.
+    """
+    for loop in file.index.loops:
+        if loop.kind != "for":
+            continue
+        copies = _batch_copies(file, loop)
+        overlapped = [c for c in copies if _non_blocking(c.node)]
+        if not overlapped:
+            continue
+        for copy in copies:
+            if _non_blocking(copy.node) or file.reported("OFF109", copy.node) or \
+                    file.sem.loops.rare_branch(copy, loop):
+                continue
+            func = copy.node.func
+            part = file.code(func.value) if isinstance(func, cst.Attribute) else file.code(copy.node)
+            line = file.line(overlapped[0].node)
+            file.report("OFF109", copy.node, _non_blocking_fix(file, copy), batches=f"copies of `{part}` from the batch",
+                        how=f"with a blocking copy while line {file.line_label(line) if file.line_label else line} "
+                            "copies another part with non_blocking=True,", loop_line=file.line(loop.node),
+                        advice="pass non_blocking=True here too, so the host queues the step while the copy runs")
 
 
 def _pinned(file: CheckedFile, call: IndexedCall) -> bool | None:

@@ -188,7 +188,7 @@ def train(model, loader, optimizer, epochs):
     for epoch in range(epochs):
         running, correct = 0.0, 0
         for images, labels in loader:
-            images, labels = images.to(device), labels.to(device, non_blocking=True)
+            images, labels = images.to(device), labels.to(device)
             optimizer.zero_grad()
             out = model(images)
             loss = F.cross_entropy(out, labels)
