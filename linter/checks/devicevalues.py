@@ -90,13 +90,29 @@ def is_mask(file: CheckedFile, expr: cst.BaseExpression, scope: Scope, depth: in
                 return True
         return False
     if isinstance(expr, cst.Name):
+        bindings = file.sem.names.assignments(file.sem.names.name_of(expr), scope)
+        if any(how == "=" and _indices(file, v) for how, v in bindings):
+            return False  # `mask = cupy.where(cond)[0]`: integer positions, whatever the name says
         if MASK_NAME.search(expr.value):
             return True  # `aux_lt0, aux_gt0 = kernel(...)`, `valid_mask`: what a kernel's boolean outputs are called
-        bindings = file.sem.names.assignments(file.sem.names.name_of(expr), scope)
         values = [v for how, v in bindings if how == "="]
         return bool(values) and len(values) == len(bindings) and all(
             isinstance(v, cst.BaseExpression) and is_mask(file, v, scope, depth + 1) for v in values)
     return False
+
+
+def _indices(file: CheckedFile, value: object) -> bool:
+    """`where(cond)[0]`, `nonzero(m)[0]`, `m.nonzero()[0]`, `argwhere(m)`, `flatnonzero(m)`: integer positions."""
+    if isinstance(value, cst.Subscript):
+        value = value.value
+    if not isinstance(value, cst.Call):
+        return False
+    func = value.func
+    qualname = file.sem.names.qualify(func) or ""
+    last = qualname.rpartition(".")[2] if qualname else func.attr.value if isinstance(func, cst.Attribute) else ""
+    if last == "where":
+        return len([a for a in value.args if a.keyword is None]) == 1  # one-argument where is nonzero
+    return last in ("nonzero", "argwhere", "flatnonzero")
 
 
 def _names_bool(expr: cst.BaseExpression) -> bool:

@@ -141,10 +141,10 @@ def _mask_index(file: CheckedFile, sub: IndexedNode) -> None:
 
 
 def _mask_part(node: cst.Subscript) -> cst.BaseExpression | None:
-    """The one index of `a[m]`, `a[..., m]`, `a[:, m]`: the others take whole axes (`...`, `:`) and count nothing."""
+    """The one index of `a[m]`, `a[..., m]`, `a[:, m]`, `a[m, 1:]`: the others are slices or `...`, which count
+    nothing (a slice of another axis does not make the mask's count known)."""
     rest = [p for p in (element.slice for element in node.slice)
-            if not (isinstance(p, cst.Slice) and p.lower is None and p.upper is None and p.step is None
-                    or isinstance(p, cst.Index) and isinstance(p.value, cst.Ellipsis))]
+            if not (isinstance(p, cst.Slice) or isinstance(p, cst.Index) and isinstance(p.value, cst.Ellipsis))]
     if len(rest) != 1 or not isinstance(rest[0], cst.Index):
         return None
     return rest[0].value
