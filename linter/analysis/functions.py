@@ -26,7 +26,7 @@ from typing import Mapping
 import libcst as cst
 
 from .callgraph import Hot, HotKind, Summary, hot_functions
-from .loops import LoopFacts, few, over_axes, over_entries, over_parameters
+from .loops import LoopFacts, by_memory, few, over_axes, over_entries, over_parameters
 from .names import Names
 from .reaching import Taints
 from .valuewords import MAYBE
@@ -211,7 +211,7 @@ class Functions:
             if callee is None:
                 continue
             loop = call.loop
-            while loop is not None and (few(loop) or over_entries(loop)):
+            while loop is not None and (few(loop) or over_entries(loop) or by_memory(loop)):
                 loop = loop.parent  # `for i in range(3): f(x)`: three calls, the enclosing iteration's if any
             if loop is not None:
                 if not self.loops.rare_branch(call, loop) and not self.loops.amortised(call, loop, self.idx.loops):

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ..analysis.callgraph import Hot
-from ..analysis.loops import few, over_entries
+from ..analysis.loops import by_memory, few, over_entries
 from ..analysis.scopes import IndexedCall, IndexedNode, Loop, Scope
 from .file import CheckedFile
 
@@ -54,7 +54,7 @@ def _label(file: CheckedFile, line: int) -> str:
 def iteration_of(file: CheckedFile, where: IndexedCall | IndexedNode, functions: bool = True) -> Iteration | None:
     """The iteration `where` runs in; with `functions` False, loops only (the rules that need one)."""
     loop = where.loop
-    while loop is not None and (over_entries(loop) or few(loop)):
+    while loop is not None and (over_entries(loop) or few(loop) or by_memory(loop)):
         loop = loop.parent  # `for k, v in kwargs.items()`, `for lut in (a, b)`: the enclosing iteration counts
     if loop is not None:
         return Iteration(loop, None, where.scope)
