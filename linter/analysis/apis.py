@@ -44,6 +44,7 @@ class Api:
     direction_arg: int | None = None  # cudaMemcpy(dst, src, n, kind): the argument naming the direction
     blocking: bool = False  # the host waits for it (a copy back to pageable memory, a sync)
     unless_false: str | None = None  # a keyword that, given `False`, makes the call copy nothing (project helpers)
+    advice: str | None = None  # what to do instead, where the rule's own advice does not fit (`cupy.bincount`)
 
     @property
     def direction(self) -> str:
@@ -79,6 +80,7 @@ def _api(entry: ApiEntry) -> Api:
         returns=str(extra["returns"]) if extra.get("returns") in ("host", "device") else None,
         direction_arg=extra.get("direction_arg") if isinstance(extra.get("direction_arg"), int) else None,
         blocking=entry.blocking,
+        advice=str(extra["advice"]) if extra.get("advice") else None,
     )
 
 

@@ -13,6 +13,7 @@ may not have run.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Protocol
 
 import libcst as cst
@@ -69,6 +70,35 @@ def surely_before(names: Names, scope: Scope, bound: cst.CSTNode, point: cst.CST
         if branch.scope is scope and isinstance(node, cst.If) and _holds(node, bound) and not _holds(node, point):
             return False
     return True
+
+
+#: a flag that picks the GPU path of code written for both (`if self.CUDA:`, `if use_gpu:`, `if not on_gpu:`)
+GPU_FLAG = re.compile(r"^(use_?|is_|on_|with_)?(cuda|gpu|cupy)$", re.I)
+
+
+def host_arm(names: Names, node: cst.CSTNode, scope: Scope) -> bool:
+    """Does `node` sit in the host arm of a GPU flag's `if` in its scope (`else:` of `if self.CUDA:`, the body of
+    `if not use_gpu:`)?
+
+    Code written for both backends keeps one array attribute on the device
+    or on the host by that flag (`self.ref = cp.asarray(ref) if self.CUDA
+    else ref`); in the host arm the NumPy calls on it run on NumPy arrays,
+    whatever another arm makes of the same attribute.
+    """
+    for branch in names.idx.branches:
+        test = branch.node
+        if branch.scope is not scope or not isinstance(test, cst.If):
+            continue
+        flag, negated = test.test, False
+        if isinstance(flag, cst.UnaryOperation) and isinstance(flag.operator, cst.Not):
+            flag, negated = flag.expression, True
+        word = flag.attr.value if isinstance(flag, cst.Attribute) else flag.value if isinstance(flag, cst.Name) else ""
+        if not GPU_FLAG.match(word):
+            continue
+        arm = test.body if negated else test.orelse
+        if arm is not None and _holds(arm, node):
+            return True
+    return False
 
 
 def host_when_reached(values: Taints, expr: cst.BaseExpression, scope: Scope, index: int,

@@ -38,7 +38,7 @@ from .parameters import bound_arg, forward_input, method_calls, positional_param
 from .classes import buffer_names, method_class, own_method
 from .arguments import handed_lib, host_rebound
 from .idioms import array_module
-from .reaching import host_when_reached
+from .reaching import host_arm, host_when_reached
 from .unpacking import Unpacking
 from .scopes import Binding, IndexedCall, Scope, Unpack, qualified_name
 
@@ -233,7 +233,8 @@ class DeviceValues:
             if qualname in ARRAY_BUILTINS:
                 return self._args_taint(call, scope, depth)  # abs(d), sum(d): the array's own __abs__, __add__
             if head == "numpy" and qualname not in NUMPY_CONVERSIONS and any(
-                    self.taint(a.value, scope, depth + 1) == "cupy" for a in call.args):
+                    self.taint(a.value, scope, depth + 1) == "cupy" for a in call.args) and \
+                    not host_arm(self.names, call, scope):  # `else: np.fft.ifft(self.ref)` of `if self.CUDA:`
                 return "cupy"  # np.sqrt(d), np.linalg.norm(d): CuPy answers NumPy's dispatch with a CuPy array
             if head in HOST_MODULES:
                 return None

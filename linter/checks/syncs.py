@@ -87,8 +87,9 @@ def syncs(file: CheckedFile) -> None:
                 continue
         if use is not None and use.kind == "sync" and file.enabled("OFF104") and _avoidable_wait(file, call, it):
             file.report("OFF104", call.node, api=use.api.display, where=it.where(file),
-                        advice=("synchronise once after the loop, where the host needs the results" if it.loop
-                                else "synchronise where the host needs the results, not on every call"))
+                        advice=use.api.advice or (
+                            "synchronise once after the loop, where the host needs the results" if it.loop
+                            else "synchronise where the host needs the results, not on every call"))
 
 
 def _read(file: CheckedFile, call: IndexedCall, conversions: frozenset[str]) -> tuple[str, cst.BaseExpression] | None:
