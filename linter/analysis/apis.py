@@ -45,6 +45,7 @@ class Api:
     blocking: bool = False  # the host waits for it (a copy back to pageable memory, a sync)
     unless_false: str | None = None  # a keyword that, given `False`, makes the call copy nothing (project helpers)
     advice: str | None = None  # what to do instead, where the rule's own advice does not fit (`cupy.bincount`)
+    collective: bool = False  # a project helper that all-reduces its argument (`reduce_tensor`): OFF303's, not a sync
 
     @property
     def direction(self) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from .apis import Api, ApiIndex
+from .idioms import array_module
 from .names import Names
 from .scopes import IndexedCall, Scope, dotted
 from .values import DeviceValues
@@ -102,7 +103,25 @@ class Calls:
                 use = self._method_use(api, call, scope)
                 if use is not None:
                     return use
+            api = self._module_sync(call.func, scope)
+            if api is not None:
+                return self._call_use(api, call, scope)
         return None
+
+    def _module_sync(self, func: cst.Attribute, scope: Scope) -> Api | None:
+        """`xp.bincount(...)` where `xp = cp.get_array_module(x)`: CuPy's function of that name, when it waits.
+
+        Array-agnostic code runs on CuPy when given CuPy arrays; what CuPy's
+        function then does, it does. Only the waits count: `xp.asarray(h)`
+        of such code may be a NumPy no-op, and is no copy to report.
+        """
+        if not isinstance(func.value, cst.Name) or "cupy" not in self.names.libraries:
+            return None
+        api = self.apis.call(f"cupy.{func.attr.value}")
+        if api is None or api.kind != "sync":
+            return None
+        binds = [v for how, v in self.names.assignments(self.names.name_of(func.value), scope) if how == "="]
+        return api if binds and all(array_module(v) for v in binds) else None
 
     def _call_use(self, api: Api, call: cst.Call, scope: Scope) -> Classified | None:
         data = argument(call, api.arg if api.arg is not None else 0, None)

@@ -26,11 +26,13 @@ from typing import Mapping
 import libcst as cst
 
 from .callgraph import Hot, HotKind, Summary, hot_functions
-from .loops import LoopFacts, by_memory, few, over_axes, over_entries, over_parameters
+from .loops import LoopFacts, few, over_axes, over_entries, over_parameters
+from .memoryblocks import by_memory
 from .names import Names
 from .reaching import Taints
 from .valuewords import MAYBE
 from .scopes import IndexedCall, Scope, qualified_name
+from .collectivehelpers import collective_helpers
 from .copyhelpers import copy_helpers
 from .arguments import device_args
 
@@ -225,7 +227,8 @@ class Functions:
                     edges.append((self.qualname(owner), callee))
         summary = Summary(
             held_calls=self._held_calls(), device_kwargs=self._device_kwargs(),
-            copy_helpers=copy_helpers(self.idx, self.loops.calls, self.qualname),
+            copy_helpers=copy_helpers(self.idx, self.loops.calls, self.qualname)
+            + collective_helpers(self.idx, self.names, self.qualname),
             functions=tuple(functions), looping=tuple(sorted(set(looping))), bases=self._bases(),
             attributes=self._attributes(), roles=tuple(roles), roots=tuple(dict.fromkeys(roots)),
             edges=tuple(dict.fromkeys(edges)),

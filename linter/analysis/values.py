@@ -221,7 +221,7 @@ class DeviceValues:
     def _call_taint(self, call: cst.Call, scope: Scope, depth: int) -> str | None:
         use = self.calls.classify(call, scope)
         if use is not None:
-            if use.kind in ("h2d", "alloc") and use.api.result_on_device:
+            if use.kind in ("h2d", "alloc") and use.api.result_on_device or use.api.collective:
                 return use.api.library
             return None
         func = call.func

@@ -15,15 +15,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.scopes import Loop
+from ..analysis.collectivehelpers import COLLECTIVES
+from ..analysis.scopes import IndexedCall, Loop
 from .file import CheckedFile
 from .registry import check
 
-#: torch.distributed's collectives whose first argument holds the result (reduced, sent or gathered into);
-#: `*_single` are PyTorch 2.13's names of the `*_tensor` pair
-COLLECTIVES = frozenset(f"torch.distributed.{name}" for name in (
-    "all_reduce", "reduce", "broadcast", "all_gather_into_tensor", "reduce_scatter_tensor",
-    "all_gather_single", "reduce_scatter_single"))
 #: methods that bring a tensor's value to the host
 READS = frozenset({"item", "tolist", "cpu", "numpy"})
 #: builtins that do the same for a one-element tensor
@@ -35,18 +31,41 @@ def collective_for_metric(file: CheckedFile) -> None:
     sem = file.sem
     for call in file.index.calls:
         loop = call.loop
-        if loop is None or sem.names.qualify(call.node.func) not in COLLECTIVES:
+        if loop is None:
             continue
-        args = call.node.args
-        if not args or args[0].keyword is not None or args[0].star or not isinstance(args[0].value, cst.Name):
+        found = _reduced(file, call)
+        if found is None:
             continue
-        name = args[0].value.value
+        api, name = found
         if sem.loops.rare_branch(call, loop) or sem.loops.amortised(call, loop, file.index.loops):
             continue
         read = _read_of(file, loop, name)
         if read is not None:
-            file.report("OFF303", call.node, api=f"dist.{sem.names.qualify(call.node.func).rsplit('.', 1)[1]}({name})",
-                       read=read, loop_line=file.line(loop.node))
+            file.report("OFF303", call.node, api=api, read=read, loop_line=file.line(loop.node))
+
+
+def _reduced(file: CheckedFile, call: IndexedCall) -> tuple[str, str] | None:
+    """(how the message names the collective, the name that holds its result), or None for another call.
+
+    `dist.all_reduce(loss)` reduces `loss` in place; a project's helper
+    (`loss = reduce_tensor(loss)`, `analysis.collectivehelpers`) hands the
+    reduced copy back, to the name it is assigned to.
+    """
+    sem = file.sem
+    node = call.node
+    args = node.args
+    qualname = sem.names.qualify(node.func)
+    if qualname in COLLECTIVES:
+        if not args or args[0].keyword is not None or args[0].star or not isinstance(args[0].value, cst.Name):
+            return None
+        name = args[0].value.value
+        return f"dist.{qualname.rsplit('.', 1)[1]}({name})", name
+    use = sem.calls.classify(node, call.scope)
+    small = call.small
+    if use is None or not use.api.collective or not isinstance(small, cst.Assign) or small.value is not node or \
+            len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name):
+        return None
+    return use.api.display, small.targets[0].target.value
 
 
 def _read_of(file: CheckedFile, loop: Loop, name: str) -> str | None:

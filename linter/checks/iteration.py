@@ -22,7 +22,8 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ..analysis.callgraph import Hot
-from ..analysis.loops import by_memory, few, over_entries
+from ..analysis.loops import few, over_entries
+from ..analysis.memoryblocks import by_memory
 from ..analysis.scopes import IndexedCall, IndexedNode, Loop, Scope
 from .file import CheckedFile
 

@@ -85,7 +85,8 @@ def syncs(file: CheckedFile) -> None:
             if metric_download(file, call, it, use.api.display if use is not None else "jax.device_get",
                                 use.api.library if use is not None else "jax"):
                 continue
-        if use is not None and use.kind == "sync" and file.enabled("OFF104") and _avoidable_wait(file, call, it):
+        if use is not None and use.kind == "sync" and not use.api.collective and file.enabled("OFF104") and \
+                _avoidable_wait(file, call, it):
             file.report("OFF104", call.node, api=use.api.display, where=it.where(file),
                         advice=use.api.advice or (
                             "synchronise once after the loop, where the host needs the results" if it.loop

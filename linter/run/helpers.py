@@ -71,6 +71,10 @@ def told(helpers: Mapping[str, Api] | None) -> tuple[str, ...]:
 
 
 def _entry(helper: CopyHelper, called_as: str) -> Api:
+    if helper.kind == "collective":  # `reduce_tensor(loss)`: every rank meets; the result stays a device tensor
+        return Api(library=helper.library, kind="sync", display=f"{helper.function} ({helper.via} inside)",
+                   call=called_as, method=None, receiver=None, arg=helper.data, device_arg=None, device_kwarg=None,
+                   device_namespace=None, factory=False, returns="device", blocking=True, collective=True)
     return Api(library=helper.library, kind="h2d" if helper.kind == "h2d" else "d2h",
                display=f"{helper.function} ({helper.via} inside)", call=called_as, method=None, receiver=None,
                arg=helper.data, device_arg=helper.device if helper.device >= 0 else None,
