@@ -45,7 +45,7 @@ from .scopes import Binding, IndexedCall, Scope, Unpack, qualified_name
 from .jaxsteps import compiled, jax_step, jitted
 from .valuewords import (
     MAYBE, HOST_ATTRS, HOST_METHODS, PREDICATES, IO_METHODS, ANNOTATIONS, MODEL_NAME, TORCH_NOT_TENSORS, TENSOR_ATTRS, ARRAY_BUILTINS, HOST_MODULES,
-    NUMPY_CONVERSIONS, ARRAY_MODULE_NAMES, random_key, string_or_host_result, stronger, strip,
+    NUMPY_CONVERSIONS, array_module_name, random_key, string_or_host_result, stronger, strip,
 )
 
 
@@ -344,7 +344,7 @@ class DeviceValues:
     def _module_name(self, name: str, value: Any) -> str | None:
         """"cupy" for `xp = ndi.module()`, `ncp = get_module(backend)`: an array-agnostic library's array module
         (a name or attribute bound to anything but a module it imports, such as `xp = np`)."""
-        if name in ARRAY_MODULE_NAMES and not (isinstance(value, cst.BaseExpression) and self.names.qualify(value)):
+        if array_module_name(name) and not (isinstance(value, cst.BaseExpression) and self.names.qualify(value)):
             return "cupy"
         return None
 
