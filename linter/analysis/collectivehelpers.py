@@ -21,6 +21,7 @@ import libcst as cst
 
 from .callgraph import CopyHelper
 from .children import visit
+from .copyhelpers import assignments
 from .names import Names
 from .parameters import root_name
 from .scopes import ModuleIndex, Scope
@@ -60,7 +61,7 @@ def collective_helpers(idx: ModuleIndex, names: Names, qualname: Callable[[Scope
 
 def _copied_from(node: cst.FunctionDef, name: str) -> str | None:
     """The parameter `name` is a copy of: its one binding is `p.clone()`, `p.detach().clone()`, `p.data.clone()`."""
-    values = _assigned(node, name)
+    values = assignments(node, name)
     if len(values) != 1:
         return None
     value: cst.BaseExpression = values[0]
@@ -75,25 +76,6 @@ def _copied_from(node: cst.FunctionDef, name: str) -> str | None:
         else:
             break
     return value.value if copied and isinstance(value, cst.Name) else None
-
-
-def _assigned(node: cst.FunctionDef, name: str) -> list[cst.BaseExpression]:
-    """The values of the plain assignments of `name` in the function's own body."""
-    values: list[cst.BaseExpression] = []
-
-    class Assigns(cst.CSTVisitor):
-        def visit_FunctionDef(self, inner: cst.FunctionDef) -> bool:
-            return inner is node
-
-        def visit_Lambda(self, inner: cst.Lambda) -> bool:
-            return False
-
-        def visit_Assign(self, assign: cst.Assign) -> None:
-            if any(isinstance(t.target, cst.Name) and t.target.value == name for t in assign.targets):
-                values.append(assign.value)
-
-    visit(node, Assigns())
-    return values
 
 
 def _returns(node: cst.FunctionDef, name: str) -> bool:

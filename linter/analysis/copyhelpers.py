@@ -107,6 +107,12 @@ def _returned(call: IndexedCall, node: cst.FunctionDef) -> str | None:
 
 def _one_binding(node: cst.FunctionDef, name: str) -> cst.BaseExpression | None:
     """The value of the one plain assignment of `name` in the function's own body, else None."""
+    values = assignments(node, name)
+    return values[0] if len(values) == 1 else None
+
+
+def assignments(node: cst.FunctionDef, name: str) -> list[cst.BaseExpression]:
+    """The values of the plain assignments of `name` in the function's own body (not nested functions, lambdas)."""
     values: list[cst.BaseExpression] = []
 
     class Assigns(cst.CSTVisitor):
@@ -121,7 +127,7 @@ def _one_binding(node: cst.FunctionDef, name: str) -> cst.BaseExpression | None:
                 values.append(assign.value)
 
     visit(node, Assigns())
-    return values[0] if len(values) == 1 else None
+    return values
 
 
 def _names(expr: cst.BaseExpression) -> list[cst.Name]:
