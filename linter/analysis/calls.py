@@ -16,8 +16,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from .apis import Api, ApiIndex
-from .idioms import array_module
-from .valuewords import array_module_name
+from .idioms import array_module_variable
 from .names import Names
 from .scopes import IndexedCall, Scope, dotted
 from .values import DeviceValues
@@ -121,14 +120,7 @@ class Calls:
         api = self.apis.call(f"cupy.{func.attr.value}")
         if api is None or api.kind != "sync":
             return None
-        name = self.names.name_of(func.value)
-        bound = self.names.assignments(name, scope)
-        binds = [v for how, v in bound if how == "="]
-        if binds and all(array_module(v) for v in binds):
-            return api
-        # `def kde(x, xp=np)`: a parameter named for the array module, which callers pass (`xp=self._xp`)
-        passed = bool(bound) and all(how == "param" for how, _ in bound) and array_module_name(func.value.value)
-        return api if passed else None
+        return api if array_module_variable(self.names, self.names.name_of(func.value), scope) else None
 
     def _call_use(self, api: Api, call: cst.Call, scope: Scope) -> Classified | None:
         data = argument(call, api.arg if api.arg is not None else 0, None)

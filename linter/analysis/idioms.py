@@ -12,7 +12,9 @@ from typing import Any
 
 import libcst as cst
 
-from .valuewords import ARRAY_MODULE_WORDS
+from .names import Names
+from .scopes import Scope
+from .valuewords import ARRAY_MODULE_WORDS, array_module_name
 
 
 def array_module(value: Any) -> bool:
@@ -28,6 +30,13 @@ def array_module(value: Any) -> bool:
         name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
         return _word(name) in _WORDS
     return False
+
+
+def array_module_variable(names: Names, name: str, scope: Scope) -> bool:
+    """Does the name hold an array module: `xp`, `xp_storage`, a parameter `xp=np` that GPU callers pass CuPy, or a
+    name bound to one (`mod = getArrayModule(x)`)?"""
+    return array_module_name(name) or any(
+        how == "=" and array_module(value) for how, value in names.assignments(name, scope))
 
 
 def _word(name: str) -> str:

@@ -48,6 +48,8 @@ def array_module_name(name: str) -> bool:
     """`xp`, `ncp`, and the same with a qualifier (`xp_storage`, `self._xp`): a variable holding an array module."""
     head = name.lstrip("_").split("_", 1)[0]
     return head in ARRAY_MODULE_NAMES
+
+
 # Method prefixes of questions an object answers on the host (`instances.has("pred_boxes")`, `x.is_pinned()`).
 PREDICATES = ("is_", "has")
 # Functions of the array libraries whose answer is a Python bool about types, dtypes or memory bounds, not a device

@@ -29,12 +29,12 @@ import re
 import libcst as cst
 
 from ..analysis.children import children
-from ..analysis.idioms import array_module
+from ..analysis.idioms import array_module_variable
 from ..analysis.loops import walk
 from ..analysis.scopes import IndexedNode, Loop, Scope
 from ..analysis.parameters import root_name
 from ..analysis.reaching import DOWNLOADS, downloaded, host_before_loop, surely_before
-from ..analysis.valuewords import ARRAY_MODULE_NAMES, HOST_MODULES, HOST_PREDICATES, PREDICATES
+from ..analysis.valuewords import HOST_MODULES, HOST_PREDICATES, PREDICATES
 from .devicevalues import TENSOR_METHODS, device_lib, short
 from .file import CheckedFile
 from .iteration import Iteration, iteration_of
@@ -301,16 +301,10 @@ def _device_call(file: CheckedFile, expr: cst.BaseExpression, it: Iteration) -> 
         qualname = file.sem.names.qualify(node.func)
         root = root_name(node.func)
         library = qualname is not None and qualname.split(".")[0] not in HOST_MODULES
-        if (library or (root is not None and _array_module(file, root, it.scope))) and \
+        if (library or (root is not None and array_module_variable(file.sem.names, root.value, it.scope))) and \
                 device_lib(file, node, it.scope, it) is not None:
             return True  # not `abs(t_next - t_prev)`: a builtin of names that may hold host numbers
     return False
-
-
-def _array_module(file: CheckedFile, root: cst.Name, scope: Scope) -> bool:
-    """`xp`, or a name bound to an array module (`mod = getArrayModule(x)`)."""
-    return root.value in ARRAY_MODULE_NAMES or any(
-        how == "=" and array_module(value) for how, value in file.sem.names.assignments(root.value, scope))
 
 
 def _host_at(file: CheckedFile, value: cst.BaseExpression, loop: Loop, index: int, depth: int = 0) -> bool:
