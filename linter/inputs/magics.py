@@ -25,6 +25,11 @@ the parsed text is a position in the cell.
   a short list of command names, only where the line is not Python on its
   own.
 
+- A cell whose first line is indented (pasted from inside a function) runs
+  in IPython because it takes that indent off every line that starts with
+  it first (`leading_indent`); so does the linter, and the notebook's map
+  adds it back to the columns of findings and to the lines a fix writes.
+
 Only the start of a logical line can be IPython syntax; a `%` or `?` that
 continues a bracketed expression or sits in a string is Python's, so a
 small scanner follows brackets, strings, comments and backslash
@@ -60,10 +65,17 @@ _PYTHONIC_REST = re.compile(r"^(?:[=(\[,:+\-*/%<>&|^@!~]|\.[A-Za-z_]|(?:and|or|i
 
 @dataclass(frozen=True)
 class CellCode:
-    """A cell as Python: `code` has the cell's lines (same count), `changed` the 0-based lines rewritten."""
+    """A cell as Python: `code` has the cell's lines (same count), `changed` the 0-based lines rewritten.
+
+    `indent` is the whitespace IPython strips from a cell whose first line
+    is indented, and `dedented` the 0-based lines it was taken from
+    (`leading_indent`): their columns in `code` are `len(indent)` less.
+    """
 
     code: str
     changed: frozenset[int]
+    indent: str = ""
+    dedented: frozenset[int] = frozenset()
 
 
 def to_python(source: str) -> CellCode | None:
@@ -71,6 +83,7 @@ def to_python(source: str) -> CellCode | None:
     lines = source.split("\n")
     changed: set[int] = set()
     first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    indent, dedented = leading_indent(lines, first)
     if first is not None and lines[first].lstrip().startswith("%%"):
         name = _magic_name(lines[first].lstrip()[2:])
         if name not in PYTHON_CELL_MAGICS:
@@ -100,7 +113,29 @@ def to_python(source: str) -> CellCode | None:
                     changed.add(i)
                 depth, quote, continued = 0, None, False
         i += 1
-    return CellCode("\n".join(lines), frozenset(changed))
+    return CellCode("\n".join(lines), frozenset(changed), indent, dedented)
+
+
+def leading_indent(lines: list[str], first: int | None) -> tuple[str, frozenset[int]]:
+    """Strip, in place, the indentation of the cell's first line from every line that starts with it.
+
+    IPython does this before it runs a cell (its `leading_indent` clean-up,
+    after dropping blank leading lines), so a cell pasted with a uniform
+    indent runs in Jupyter; parsed as it stands, it would be a syntax error.
+    Returns the indent and the lines it was taken from.
+    """
+    if first is None:
+        return "", frozenset()
+    head = lines[first]
+    indent = head[: len(head) - len(head.lstrip(" \t"))]
+    if not indent:
+        return "", frozenset()
+    dedented = set()
+    for i in range(first, len(lines)):
+        if lines[i].startswith(indent):
+            lines[i] = lines[i][len(indent):]
+            dedented.add(i)
+    return indent, frozenset(dedented)
 
 
 def _magic_name(text: str) -> str:

@@ -68,6 +68,8 @@ class CellPlace:
     number: int  # 1-based, every cell of the notebook counted
     first: int  # its first line in the joined text
     lines: int
+    indent: int = 0  # columns IPython's leading-indent clean-up took off `dedented` (see magics.leading_indent)
+    dedented: frozenset[int] = frozenset()  # 1-based lines of the cell
 
 
 @dataclass(frozen=True)
@@ -78,14 +80,27 @@ class CellMap:
 
     def where(self, line: int) -> tuple[int, int]:
         """(cell number, line in the cell) of a line of the joined text; a marker line counts as its cell's last."""
-        if not self.places:
+        place = self._place_of(line)
+        if place is None:
             return 1, line
+        return place.number, max(1, min(line - place.first + 1, place.lines))
+
+    def _place_of(self, line: int) -> CellPlace | None:
+        if not self.places:
+            return None
         place = self.places[0]
         for candidate in self.places:
             if candidate.first > line:
                 break
             place = candidate
-        return place.number, max(1, min(line - place.first + 1, place.lines))
+        return place
+
+    def column(self, line: int, column: int) -> int:
+        """The column in its cell of a column of the joined text (more where the cell's common indent was taken off)."""
+        place = self._place_of(line)
+        if place is None or not place.indent or line - place.first + 1 not in place.dedented:
+            return column
+        return column + place.indent
 
     def label(self, line: int) -> str:
         """A line of the joined text as messages name it: `2 of cell 3` (after the word `line`)."""
@@ -106,7 +121,9 @@ class CellMap:
         message = finding.message
         if finding.code == "OFF901":  # CPython's "... on line 3", "(detected at line 9)" name joined lines
             message = _ON_LINE.sub(lambda m: f"{m.group(1)} line {self.label(int(m.group(2)))}", message)
-        return replace(finding, cell=cell, line=line, end_line=end_line, message=message)
+        return replace(finding, cell=cell, line=line, end_line=end_line, message=message,
+                       column=self.column(finding.line, finding.column),
+                       end_column=self.column(finding.end_line, finding.end_column))
 
 
 @dataclass(frozen=True)
@@ -117,6 +134,8 @@ class CodeCell:
     source: str
     code: str
     changed: frozenset[int]  # 0-based lines whose IPython syntax `code` replaces
+    indent: str  # what IPython takes off the start of `dedented` (0-based lines) before running the cell
+    dedented: frozenset[int]
     span: tuple[int, int]  # the "source" value in the notebook's text
     pieces: tuple[tuple[int, int], ...]  # its string literals: one per list item, or the one string
 
@@ -191,7 +210,8 @@ class Notebook:
             pieces = tuple(jsonspans.elements(text, span[0])) if text[span[0]] == "[" else (span,)
             python = to_python(source)
             if python is not None:
-                code.append(CodeCell(number, source, python.code, python.changed, span, pieces))
+                code.append(CodeCell(number, source, python.code, python.changed, python.indent, python.dedented,
+                                     span, pieces))
         return Notebook(text, bom, tuple(code), _is_python(document), _marker([c.code for c in code]))
 
     @property
@@ -213,7 +233,8 @@ class Notebook:
         places, first = [], 1
         for cell in self.cells:
             count = cell.code.count("\n") + 1
-            places.append(CellPlace(cell.number, first, count))
+            places.append(CellPlace(cell.number, first, count, len(cell.indent),
+                                    frozenset(i + 1 for i in cell.dedented)))
             first += count + 1
         return CellMap(tuple(places))
 
@@ -225,7 +246,7 @@ class Notebook:
         code) keeps its entry, and an editor, which holds the cells but not
         the file, finds the same entry as the command line.
         """
-        layout = ",".join(f"{p.number}:{p.first}:{p.lines}" for p in self.map.places)
+        layout = ",".join(f"{p.number}:{p.first}:{p.lines}" + (f":{p.indent}" if p.indent else "") for p in self.map.places)
         return f"{layout}\n{self.code}".encode("utf-8", "surrogatepass")
 
     # -- fixes ----------------------------------------------------------------------------
@@ -365,8 +386,12 @@ def _marker(codes: list[str]) -> str:
 
 
 def _restore(cell: CodeCell, new: str) -> str:
-    """The cell's new source: the fixed Python with the IPython lines it did not touch put back."""
-    if not cell.changed:
+    """The cell's new source: the fixed Python with the IPython lines it did not touch put back.
+
+    In a cell IPython runs dedented (`CodeCell.indent`), the lines a fix
+    wrote get that indent back, so that the cell still runs the same way.
+    """
+    if not cell.changed and not cell.indent:
         return new
     old_lines, source_lines, new_lines = cell.code.split("\n"), cell.source.split("\n"), new.split("\n")
     out: list[str] = []
@@ -380,7 +405,7 @@ def _restore(cell: CodeCell, new: str) -> str:
             raise NotebookFixError(
                 f"a fix would change the IPython line {touched[0] + 1} of cell {cell.number}; the notebook is unchanged"
             )
-        out.extend(new_lines[j1:j2])
+        out.extend(cell.indent + line if line.strip() else line for line in new_lines[j1:j2])
     return "\n".join(out)
 
 

@@ -150,3 +150,11 @@ def test_a_line_of_unicode_spaces_is_left_as_it_is() -> None:
     for source in ("\x85\n", "x = 1\n\u2003\n"):
         cell = to_python(source)
         assert cell is not None and (cell.code, cell.changed) == (source, frozenset())
+
+
+def test_a_cell_indented_as_a_whole_loses_its_first_line_s_indent_as_in_ipython() -> None:
+    cell = to_python("\n   x = 1\n   if x:\n       %time y = 2\n  z = 3\n")
+    assert cell is not None
+    assert cell.code == "\nx = 1\nif x:\n    pass; y = 2\n  z = 3\n"  # a line without the whole indent keeps it
+    assert (cell.indent, cell.dedented) == ("   ", frozenset({1, 2, 3}))
+    assert to_python("x = 1\n  y = 2").indent == ""  # type: ignore[union-attr]

@@ -84,6 +84,28 @@ def test_names_flow_across_cells_and_findings_are_placed_by_cell_line_and_column
     assert "the loop at line 3 of cell 4" in result.findings[0].message
 
 
+INDENTED = notebook(
+    code(lines("import cupy as cp\nimport numpy as np\nx = np.arange(8.0)")),
+    code(lines("\n  total = 0\n  for step in range(100):\n    d = cp.asarray(x)\n\n    total += 1")),
+)
+
+
+def test_a_cell_indented_as_a_whole_is_read_as_ipython_runs_it_and_placed_in_its_own_columns() -> None:
+    nb, result = lint_notebook(dump(INDENTED), select=["OFF101"])
+    assert nb.code.splitlines()[4:7] == ["", "total = 0", "for step in range(100):"]
+    got = [(f.code, f.cell, f.line, f.column, f.end_line, f.end_column) for f in result.findings]
+    assert got == [("OFF101", 2, 4, 9, 4, 22)]  # the columns of the cell as stored, indent included
+    assert "the loop at line 3 of cell 2" in result.findings[0].message
+
+
+def test_a_fix_in_an_indented_cell_is_written_back_with_the_cell_s_indent() -> None:
+    nb = Notebook.parse(dump(INDENTED))
+    fixed = nb.code.replace("for step in range(100):\n  d = cp.asarray(x)\n", "d = cp.asarray(x)\nfor step in range(100):\n")
+    assert fixed != nb.code
+    cell = json.loads(nb.rewrite(fixed))["cells"][1]["source"]
+    assert cell == ["\n", "  total = 0\n", "  d = cp.asarray(x)\n", "  for step in range(100):\n", "\n", "    total += 1"]
+
+
 def test_a_syntax_error_is_off901_at_its_cell_and_line() -> None:
     data = dump(notebook(code("import cupy as cp"), markdown("x"), code(lines("y = 1\nfor i in range(3)\n    cp.asarray(y)"))))
     _, result = lint_notebook(data)
