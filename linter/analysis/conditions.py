@@ -9,6 +9,7 @@ loop changes and counts; they read only the condition's syntax.
 from __future__ import annotations
 
 import re
+from typing import Callable
 
 import libcst as cst
 
@@ -58,8 +59,13 @@ def every_n(comparison: cst.Comparison) -> bool:
     return any(isinstance(side, cst.BinaryOperation) and isinstance(side.operator, cst.Modulo) for side in sides)
 
 
-def every_n_or_flag(test: cst.BaseExpression, taken: bool) -> bool:
-    """`if last_batch or step % n == 0:` (the usual logging test): every N steps, or on a flagged one."""
+def every_n_or_flag(test: cst.BaseExpression, taken: bool, equal_flags: bool = False) -> bool:
+    """`if last_batch or step % n == 0:` (the usual logging test): every N steps, or on a flagged one
+    (a name; with `equal_flags`, also an equality such as `i + 1 == n`: one step).
+
+    The equalities are for a test inside the loop whose reads it guards; a
+    test around an inner loop (`if step % e == 0 or step == total:` over an
+    evaluation's batches) leaves that loop's reads per batch."""
     if not taken or not isinstance(test, cst.BooleanOperation) or not isinstance(test.operator, cst.Or):
         return False
     parts: list[cst.BaseExpression] = []
@@ -71,7 +77,9 @@ def every_n_or_flag(test: cst.BaseExpression, taken: bool) -> bool:
         else:
             parts.append(node)
     periodic = [p for p in parts if any(every_n(c) for c in equalities(p, True))]
-    flags = [p for p in parts if isinstance(p, (cst.Name, cst.Attribute))]
+    flags = [p for p in parts if p not in periodic and (isinstance(p, (cst.Name, cst.Attribute)) or (
+        equal_flags and isinstance(p, cst.Comparison) and len(p.comparisons) == 1
+        and isinstance(p.comparisons[0].operator, cst.Equal)))]
     return bool(periodic) and len(periodic) + len(flags) == len(parts)
 
 
@@ -115,3 +123,31 @@ def cleared(value: object) -> bool:
     """`False`, `None`, `0`: what a flag the loop only clears is set to (`if first: first = False; ...`)."""
     return (isinstance(value, cst.Name) and value.value in ("False", "None")) or (
         isinstance(value, cst.Integer) and value.value == "0")
+
+
+def expand_flags(test: cst.BaseExpression, binding: Callable[[str], cst.BaseExpression | None],
+                 depth: int = 3) -> cst.BaseExpression:
+    """`test` with each flag name the loop sets replaced by what it is set to, through `or`, `and` and `not`.
+
+    `is_console = step % n == 0 or last_batch`, then `is_metric = step % m == 0
+    or is_console` and `if is_metric:`: the branch is periodic, but only the
+    names' values say so. `binding(name)` gives the one expression the loop
+    binds `name` to, or None (bound more than once, or not in the loop).
+    """
+    if depth <= 0:
+        return test
+    if isinstance(test, cst.Name):
+        value = binding(test.value)
+        return test if value is None else expand_flags(value, binding, depth - 1)
+    if isinstance(test, cst.BooleanOperation):
+        return test.with_changes(left=expand_flags(test.left, binding, depth), right=expand_flags(test.right, binding, depth))
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return test.with_changes(expression=expand_flags(test.expression, binding, depth))
+    return test
+
+
+def and_parts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The conjuncts of a test (`is_master(args) and (step % n == 0 or last)`: both must hold), else the test."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return and_parts(test.left) + and_parts(test.right)
+    return [test]

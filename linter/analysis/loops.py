@@ -32,8 +32,8 @@ import libcst as cst
 
 from .calls import Calls
 from .children import children
-from .conditions import (bounded, cleared, conjunct_comparisons, constant, counter_of, equalities, every_n,
-                         every_n_or_flag, helper_says_when)
+from .conditions import (and_parts, bounded, cleared, conjunct_comparisons, constant, counter_of, equalities,
+                         every_n, every_n_or_flag, expand_flags, helper_says_when)
 from .kernels import Kernels
 from .names import Names
 from .project import WRITES
@@ -210,6 +210,10 @@ class LoopFacts:
         """`rare_branch` for a statement's enclosing conditions (see there)."""
         if self.periodic(conds):
             return True  # `if step % 500 == 0:` around the loop too: it runs every N steps
+        if self.periodic(tuple((part, taken) for test, taken in conds[loop.cond_depth:]
+                               for part in (and_parts(expand_flags(test, lambda name: self._bound_once(name, loop)))
+                                            if taken else [test])), equal_flags=True):
+            return True  # `is_log = step % n == 0 or last` set in the loop, `if is_log:`; `if master and (...)`
         changed = self.changed_in(loop)
         counted = self.counted_in(loop)
         for test, taken in conds[loop.cond_depth:]:
@@ -238,16 +242,26 @@ class LoopFacts:
         return all(not isinstance(node, cst.Call) and not (isinstance(node, cst.Name) and node.value in moving)
                    for node in walk(expr))
 
+    @staticmethod
+    def _bound_once(name: str, loop: Loop) -> cst.BaseExpression | None:
+        """The one expression the loop binds `name` to with `=`, or None."""
+        binds = [e for e in loop.scope.events[loop.start:loop.end] if e.kind == "bind" and e.name == name]
+        if len(binds) != 1 or not isinstance(binds[0].extra, tuple) or binds[0].extra[0] != "=":
+            return None
+        value = binds[0].extra[1]
+        return value if isinstance(value, cst.BaseExpression) else None
+
     def _only_cleared(self, name: str, loop: Loop) -> bool:
         """Does the loop bind `name` only to False/None/0 (a flag that, once cleared, stays so)?"""
         binds = [e for e in loop.scope.events[loop.start:loop.end] if e.kind == "bind" and e.name == name]
         return bool(binds) and all(isinstance(e.extra, tuple) and e.extra[0] == "=" and cleared(e.extra[1])
                                    for e in binds)
 
-    def periodic(self, conds: tuple[tuple[cst.BaseExpression, bool], ...]) -> bool:
+    def periodic(self, conds: tuple[tuple[cst.BaseExpression, bool], ...], equal_flags: bool = False) -> bool:
         """A condition true once every N iterations: `step % n == 0`, `last or step % n == 0`, `u.itstime(...)`."""
         for test, taken in conds:
-            if any(every_n(comparison) for comparison in equalities(test, taken)) or every_n_or_flag(test, taken):
+            if any(every_n(comparison) for comparison in equalities(test, taken)) or every_n_or_flag(
+                    test, taken, equal_flags):
                 return True
             if taken and helper_says_when(test):
                 return True  # a helper that says when to log or evaluate: `u.itstime(step, ...)`
@@ -400,6 +414,8 @@ def few(loop: Loop) -> bool:
     it = node.iter
     if isinstance(it, (cst.List, cst.Tuple)):
         return len(it.elements) <= 8
+    if isinstance(it, cst.Name) and _short_default(it.value, loop):
+        return True  # `for k in topk` with `topk=(1, 5)`: the caller's handful of values
     if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value.lstrip("_") in ("range", "xrange") \
             and len(it.args) == 1:  # `_range = range` shadowed by a module's own `range`
         bound = it.args[0].value
@@ -411,6 +427,18 @@ def few(loop: Loop) -> bool:
             bound, cst.Name) else ""
         return name in ("ndim", "dim", "ndims", "num_dims", "n_dims")  # one pass per axis
     return False
+
+
+def _short_default(name: str, loop: Loop) -> bool:
+    """Is `name` a parameter of the loop's function, never rebound there, whose default is a short literal?"""
+    scope = loop.scope
+    while scope.kind not in ("function", "module") and scope.parent is not None:
+        scope = scope.parent
+    param = scope.params.get(name)
+    if param is None or any(how != "param" for how, _ in scope.assigns.get(name, [])):
+        return False
+    default = param.default
+    return isinstance(default, (cst.Tuple, cst.List)) and len(default.elements) <= 8
 
 
 def over_parameters(loop: Loop) -> bool:

@@ -43,6 +43,7 @@ from .downloads import kept_metric, metric_download
 from .file import CheckedFile
 from .iteration import Iteration, iteration_of, over_ranks
 from .registry import check
+from .returned import RETURNED_ADVICE, caller_keeps_metric, returned
 
 # Clocks read around a sync that a timing loop needs (`s = datetime.datetime.now(); jax.block_until_ready(f())`).
 TIMERS = frozenset({
@@ -275,8 +276,14 @@ def _judge_read_per_call(file: CheckedFile, call: IndexedCall, it: Iteration, ap
     if statement is None:
         return
     purpose = UseFinder(it.body, sem.names.qualify, kept=_scalar(call)).of_read(statement, call.node)
+    if purpose == "other" and returned(statement, call.node, it.scope.node, it.scope.returns) and \
+            caller_keeps_metric(file, it):
+        purpose = "metric"  # `return correct.sum().item()`, and the calling loop adds it up (returned.py)
+        advice = RETURNED_ADVICE
+    else:
+        advice = metric_advice(file, value, call)
     if purpose == "metric" and file.enabled("OFF301"):
-        file.report("OFF301", call.node, api=api, where=it.where(file), advice=metric_advice(file, value, call))
+        file.report("OFF301", call.node, api=api, where=it.where(file), advice=advice)
     elif purpose == "check" and file.enabled("OFF104"):
         file.report("OFF104", call.node, api=api, where=it.where(file), advice=CHECK_ADVICE)
 
