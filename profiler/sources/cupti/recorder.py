@@ -40,8 +40,13 @@ from .tracer import Tracer
 class CuptiRecorder:
     """Record every CUDA copy, memset, kernel and sync of the process between `start()` and `stop()`."""
 
-    def __init__(self, *, fingerprints: bool = True, launch_sites: LaunchSites = "sampled") -> None:
+    def __init__(self, *, fingerprints: bool = True, launch_sites: LaunchSites = "sampled",
+                 collectives: bool = True) -> None:
+        """`collectives=False` leaves offload_core's event bus alone (no torch.distributed calls are joined):
+        `calibrate` measures CUPTI's own cost so, not that of the bus, whose subscriber makes every
+        offload_core launch build its event."""
         self.fingerprints = fingerprints
+        self.collectives = collectives
         self.launch_sites: LaunchSites = launch_sites
         self._tracer: Tracer | None = None
         self._driver = Driver()
@@ -83,7 +88,7 @@ class CuptiRecorder:
         self._collectives = []
         from offload_core import events
 
-        self._unsubscribe = events.subscribe(self._on_row, rows=True)
+        self._unsubscribe = events.subscribe(self._on_row, rows=True) if self.collectives else None
         self._entries = []
         jaxcalls.install()
         self._unlisten = jaxcalls.listen(self._entries.append)
