@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from ..analysis.scopes import IndexedCall, Loop
     from .file import CheckedFile
 
-_UNSAFE_CREATORS = frozenset({"arange", "linspace"})
+_UNSAFE_CREATORS = frozenset({"arange", "linspace", "hann_window", "hamming_window", "blackman_window",
+                               "bartlett_window", "kaiser_window"})
 
 
 def fresh_name(file: CheckedFile, base: str) -> str:

@@ -38,11 +38,13 @@ def host_indices(file: CheckedFile) -> None:
     said: set[tuple[int, str]] = set()
     for sub in file.index.subscripts:
         node = sub.node
-        if sub.loop is None or not isinstance(node, cst.Subscript):
+        if not isinstance(node, cst.Subscript):
             continue
-        it = iteration_of(file, sub, functions=False)
-        if it is None or it.loop is None or it.loop.kind == "comp":
+        it = iteration_of(file, sub)
+        if it is None or (it.loop is not None and it.loop.kind == "comp"):
             continue
+        if it.loop is None and sub.loop is not None:
+            continue  # a comprehension or a short loop inside a function every step runs: its own iteration
         lib = None
         for element in node.slice:
             if not isinstance(element.slice, cst.Index):
@@ -54,39 +56,88 @@ def host_indices(file: CheckedFile) -> None:
             lib = lib or device_lib(file, node.value, sub.scope, it)
             if lib not in REPLACEMENT:
                 break
-            key = (id(it.loop), file.code(index))
-            if key in said or file.sem.loops.periodic(sub.conds) or file.sem.loops.rare_conds(sub.conds, it.loop):
+            key = (id(it.loop if it.loop is not None else it.scope), file.code(index))
+            if key in said or file.sem.loops.periodic(sub.conds) or (
+                    it.loop is not None and file.sem.loops.rare_conds(sub.conds, it.loop)):
                 continue
             said.add(key)
             _report(file, node, index, found, lib, it)
 
 
-def _report(file: CheckedFile, node: cst.Subscript, index: cst.BaseExpression, found: tuple[str, str], lib: str,
-            it: Iteration) -> None:
-    code, creator = found
+def _report(file: CheckedFile, node: cst.Subscript, index: cst.BaseExpression,
+            found: tuple[str, str, cst.CSTNode], lib: str, it: Iteration) -> None:
+    code, creator, at = found
     api = f"indexing `{short(file, node.value)}` with `{short(file, index)}`"
     if code == "OFF105":
         if file.enabled("OFF105"):
-            file.report("OFF105", index, api=api, creator=creator,
+            file.report("OFF105", at, api=api, creator=creator,
                         replacement=f"{creator}(..., device={short(file, node.value)}.device)")
     elif file.enabled("OFF107"):
-        file.report("OFF107", index, api=api, draw=creator, replacement=REPLACEMENT[lib])
+        per_call = it.loop is None or creator in TORCH_RANDOM_VALUES  # no minibatches to slice: draw it there
+        replacement = f"{creator}(..., device={short(file, node.value)}.device)" if per_call and \
+            creator.startswith("torch.") else REPLACEMENT[lib]
+        file.report("OFF107", at, api=api, draw=creator, replacement=replacement)
 
 
-def _host_made(file: CheckedFile, index: cst.BaseExpression, sub: IndexedNode) -> tuple[str, str] | None:
-    """(rule, creator) when the index is made on the host: a torch creator without a device, or a NumPy array
-    shuffled or drawn at random (through names and slices of them)."""
+def _host_made(file: CheckedFile, index: cst.BaseExpression, sub: IndexedNode) -> tuple[str, str, cst.CSTNode] | None:
+    """(rule, creator, where to say it) when the index is made on the host: a torch creator without a device, or a
+    NumPy array shuffled or drawn at random (through names and slices of them)."""
     sem = file.sem
     if isinstance(index, cst.Call):
         qualname = sem.names.qualify(index.func) or ""
         if qualname in TORCH_INDEX_CREATORS and not any(a.keyword is not None and a.keyword.value == "device"
                                                         for a in index.args):
-            return ("OFF107" if qualname in TORCH_RANDOM else "OFF105"), qualname
+            return ("OFF107" if qualname in TORCH_RANDOM else "OFF105"), qualname, index
         return None
+    if isinstance(index, cst.Name) and sem.functions.torch:
+        found = _torch_host(file, index, sub, 0)
+        if found is not None:
+            return found  # said where the index is made: that line takes the fix
     name = root_name(index)
     if name is None or (index is not name and not _sliced(index)):
         return None
-    return _numpy_random(file, name.value, sub, depth=0)
+    found = _numpy_random(file, name.value, sub, depth=0)
+    return None if found is None else (found[0], found[1], index)
+
+
+# methods and attributes that keep a tensor where it is: `rows[..., None]`, `rand.topk(k).indices`
+TORCH_KEEPING = frozenset({"topk", "sort", "argsort", "argmax", "argmin", "unsqueeze", "view", "reshape", "expand",
+                           "long", "int", "flatten", "indices", "values", "t"})
+TORCH_RANDOM_VALUES = frozenset({"torch.rand", "torch.randn"})
+
+
+def _torch_host(file: CheckedFile, expr: cst.BaseExpression, sub: IndexedNode, depth: int,
+                seen: frozenset[str] = frozenset()) -> tuple[str, str, cst.CSTNode] | None:
+    """(rule, creator) for a torch index the function builds on the host through names: `rows =
+    torch.arange(b)[..., None]`, `keep = torch.randn(b, n).topk(k).indices` (random: OFF107)."""
+    if depth > 4:
+        return None
+    sem = file.sem
+    if isinstance(expr, cst.Name):
+        if expr.value in seen:
+            return "same", "", expr  # `rows = rows[..., None]`: what the name held before, reshaped
+        bindings = sem.names.assignments(expr.value, sub.scope)
+        if not bindings or any(how != "=" or not isinstance(v, cst.BaseExpression) for how, v in bindings):
+            return None
+        found = [_torch_host(file, v, sub, depth + 1, seen | {expr.value}) for _, v in bindings]
+        made = [f for f in found if f is not None and f[0] != "same"]
+        return made[0] if made and all(f is not None for f in found) else None
+    if isinstance(expr, cst.Subscript):
+        return _torch_host(file, expr.value, sub, depth + 1, seen)
+    if isinstance(expr, cst.Attribute):
+        return _torch_host(file, expr.value, sub, depth + 1, seen) if expr.attr.value in TORCH_KEEPING else None
+    if not isinstance(expr, cst.Call):
+        return None
+    if any(a.keyword is not None and a.keyword.value == "device" for a in expr.args):
+        return None
+    qualname = sem.names.qualify(expr.func) or ""
+    if qualname in TORCH_INDEX_CREATORS:
+        return ("OFF107" if qualname in TORCH_RANDOM else "OFF105"), qualname, expr
+    if qualname in TORCH_RANDOM_VALUES:
+        return "OFF107", qualname, expr
+    if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in TORCH_KEEPING:
+        return _torch_host(file, expr.func.value, sub, depth + 1, seen)
+    return None
 
 
 def _sliced(index: cst.BaseExpression) -> bool:

@@ -30,6 +30,7 @@ from ..analysis.uses import path_to
 from .devicevalues import device_lib, is_mask, short
 from .file import CheckedFile
 from .iteration import iteration_of
+from .pythonvalues import LOOP_ADVICE
 from .registry import check
 
 ADVICE = {
@@ -111,7 +112,7 @@ def _list_index(file: CheckedFile, sub: IndexedNode) -> None:
     if file.sem.loops.periodic(sub.conds) or (it.loop is not None and _rare(file, sub)):
         return
     file.report("OFF108", node, api=f"indexing `{short(file, node.value)}` with the Python list "
-                f"`{short(file, lists[0])}`", where=it.where(file))
+                f"`{short(file, lists[0])}`", where=it.where(file), advice=LOOP_ADVICE)
 
 
 def _mask_index(file: CheckedFile, sub: IndexedNode) -> None:

@@ -22,13 +22,15 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.calls import Classified
-from ..analysis.loops import few, walk
-from ..analysis.scopes import IndexedCall, Loop, Unpack
+from ..analysis.loops import few
+from ..analysis.scopes import IndexedCall
 from ..analysis.uses import path_to
 from .file import CheckedFile
 from .constants import constant_data, once
 from .fixes import device_create_fix, hoist_fix
 from .iteration import iteration_of, over_ranks
+from .pythonvalues import BLOCKING_UPLOADS, LOOP_ADVICE, device_in_list, python_values, round_trip, waits_anyway
+from .pythonvalues import per_call as python_values_per_call
 from .registry import check
 
 COLLECTING_METHODS = frozenset({"append", "extend", "insert", "add", "appendleft", "put"})
@@ -55,6 +57,8 @@ def transfers(file: CheckedFile) -> None:
             if use.kind == "h2d" and file.enabled("OFF101") and (
                     not once(call) or file.sem.functions.hot(call.scope) is not None):  # `build_targets` of a loss
                 _constant_per_call(file, call, use)
+            if not file.reported("OFF101", call.node):
+                python_values_per_call(file, call, use)  # `torch.tensor(0., device=d)` in a loss (pythonvalues.py)
             continue
         if sem.loops.rare_branch(call, loop):
             continue
@@ -62,13 +66,13 @@ def transfers(file: CheckedFile) -> None:
         if sem.loops.invariant_in(call, loop) and not _collected(call):
             fix = hoist_fix(file, call, use) if file.enabled("OFF101") else None
             file.report("OFF101", call.node, fix, **fields, between="in the loop", advice="hoist it out")
-        elif use.kind == "h2d" and _device_in_list(file, call, use.data):
-            file.report("OFF108", call.node, **fields)  # torch.tensor([t_dev * k], device=...): read, then sent back
-        elif use.kind == "h2d" and use.data is not None and not once(call) and _python_values(file, call, use.data):
-            if file.options("OFF108").get("constants", False) or _round_trip(file, call, use.data) or (
+        elif use.kind == "h2d" and device_in_list(file, call, use.data):
+            file.report("OFF108", call.node, **fields, advice=LOOP_ADVICE)  # torch.tensor([t_dev * k], device=...): read, then sent back
+        elif use.kind == "h2d" and use.data is not None and not once(call) and python_values(file, call, use.data):
+            if file.options("OFF108").get("constants", False) or round_trip(file, call, use.data) or (
                     use.api.library in BLOCKING_UPLOADS and not over_ranks(file, loop) and not few(loop)
-                    and not _waits_anyway(file, loop)):
-                file.report("OFF108", call.node, **fields)
+                    and not waits_anyway(file, loop.calls)):
+                file.report("OFF108", call.node, **fields, advice=LOOP_ADVICE)
         elif not file.reported("OFF301", call.node):  # a metric's download is said once, as OFF301 (syncs.py)
             file.report("OFF106", call.node, **fields)
 
@@ -310,22 +314,6 @@ def _host_random(file: CheckedFile, call: IndexedCall, use: Classified) -> bool:
     return True
 
 
-# What turns Python values into an array (not a creator such as np.zeros(shape), OFF105's business).
-CONVERSIONS = frozenset({"tensor", "as_tensor", "Tensor", "array", "asarray", "asanyarray", "LongTensor",
-                         "FloatTensor", "IntTensor", "BoolTensor", "DoubleTensor", "HalfTensor"})
-PYTHON_BUILDERS = frozenset({"builtins.list", "builtins.tuple", "builtins.int", "builtins.float", "builtins.len",
-                             "builtins.range", "builtins.sorted", "builtins.sum", "builtins.min", "builtins.max"})
-
-
-def _device_in_list(file: CheckedFile, call: IndexedCall, data: cst.BaseExpression | None) -> bool:
-    """A list literal holding a device value: each element is read to the host, then the list is uploaded."""
-    if not isinstance(data, (cst.List, cst.Tuple)):
-        return False
-    return any(not isinstance(e, cst.StarredElement) and (
-        file.sem.values.device_at(e.value, call) if isinstance(e.value, cst.Name)
-        else file.sem.values.device_lib(e.value, call.scope) is not None) for e in data.elements)
-
-
 def _stacked_on_device(file: CheckedFile, call: IndexedCall, use: Classified) -> bool:
     """`cupy.asarray((rho_a, rho_b))` of CuPy arrays: CuPy stacks a sequence of its own arrays on the device
     (it concatenates them; nothing is read or uploaded), unlike `torch.tensor([t1, t2])`, which reads each."""
@@ -334,129 +322,3 @@ def _stacked_on_device(file: CheckedFile, call: IndexedCall, use: Classified) ->
         return False
     return all(not isinstance(e, cst.StarredElement) and file.sem.values.device_lib(e.value, call.scope) == "cupy"
                for e in data.elements)
-
-
-# Libraries whose upload of a Python list blocks the host until the device's queue is done (PyTorch copies
-# pageable memory with a stream sync, CuPy with a synchronous copy); JAX puts it on the device asynchronously.
-BLOCKING_UPLOADS = frozenset({"torch", "cupy"})
-WAITING_METHODS = frozenset({"item", "tolist", "cpu", "numpy", "get", "synchronize", "block_until_ready", "asnumpy"})
-
-
-def _waits_anyway(file: CheckedFile, loop: Loop) -> bool:
-    """Does the iteration make the host wait for the device elsewhere (a read, a download, a sync, a blocking
-    upload of an array)?
-
-    A tiny blocking upload waits for the device's queue: where nothing else
-    in the iteration does, it is the wait that keeps the host from queueing
-    the next step (a sampler's `torch.tensor([i] * n, device=dev)` per
-    step); beside a read the iteration makes anyway, it costs only its
-    own few microseconds.
-    """
-    sem = file.sem
-    for call in loop.calls:  # every call of the iteration, inner loops' too
-        func = call.node.func
-        if isinstance(func, cst.Attribute) and func.attr.value in WAITING_METHODS:
-            return True
-        use = sem.calls.classify(call.node, call.scope)
-        if use is not None and use.kind in ("sync", "d2h"):
-            return True
-        if use is not None and use.kind == "h2d" and use.data is not None and not _python_values(file, call, use.data) \
-                and not any(a.keyword is not None and a.keyword.value == "non_blocking" for a in call.node.args):
-            return True  # `b.to(dev)` of a batch: a blocking copy of real data waits for the queue as well
-        if sem.names.qualify(func) in ("builtins.float", "builtins.int", "builtins.bool") and call.node.args and \
-                sem.values.device_lib(call.node.args[0].value, call.scope) is not None:
-            return True
-    return False
-
-
-def _round_trip(file: CheckedFile, call: IndexedCall, data: cst.BaseExpression, depth: int = 0) -> bool:
-    """Do the uploaded values come from the device (`w = t.argmax().item()`, `[t_dev * s]`): read, then sent back?
-
-    Measured on public code (docs/linter.md), these are the tiny uploads an
-    expert changes: the value was on the device a moment ago and can stay
-    there. Constants the host knows (an image's width and height) cost one
-    small copy and are left to the `constants` option.
-    """
-    if depth > 3:
-        return False
-    sem = file.sem
-    for node in walk(data):
-        if isinstance(node, cst.Call):
-            func = node.func
-            if isinstance(func, cst.Attribute) and func.attr.value in ("item", "tolist") and not node.args:
-                if sem.values.array_lib(func.value, call.scope) is not None:
-                    return True
-            elif sem.names.qualify(func) in ("builtins.int", "builtins.float") and node.args:
-                if sem.values.array_lib(node.args[0].value, call.scope) is not None:
-                    return True
-        elif isinstance(node, cst.Name):
-            if sem.values.device_at(node, call):
-                return True  # torch.tensor([scale_dev * k]): a device value inside the Python list (as bound here)
-            for how, value in sem.names.assignments(sem.names.name_of(node), call.scope):
-                if how == "=" and isinstance(value, cst.BaseExpression) and _round_trip(file, call, value, depth + 1):
-                    return True
-    return False
-
-
-def _counted(file: CheckedFile, call: IndexedCall, name: cst.Name) -> bool:
-    """Is the list `name` walks made of `range(...)` alone (`list(range(n))[::-1]`): step numbers?"""
-    bindings = file.sem.names.assignments(file.sem.names.name_of(name), call.scope)
-    if not bindings:
-        return False
-    for how, value in bindings:
-        if how != "=" or not isinstance(value, cst.BaseExpression):
-            return False
-        calls = [file.sem.names.qualify(n.func) for n in walk(value) if isinstance(n, cst.Call)]
-        if "builtins.range" not in calls or any(q not in PYTHON_BUILDERS for q in calls):
-            return False
-    return True
-
-
-def _python_values(file: CheckedFile, call: IndexedCall, data: cst.BaseExpression, depth: int = 0) -> bool:
-    """Is the uploaded value built from Python numbers and lists (not an array the program computed)?"""
-    if depth > 4:
-        return False
-    sem = file.sem
-    if isinstance(data, (cst.Integer, cst.Float)):
-        return True
-    if isinstance(data, (cst.List, cst.Tuple)):
-        return all(_python_values(file, call, e.value, depth + 1) or sem.values.array_lib(e.value, call.scope) is None
-                   and not isinstance(e.value, cst.StarredElement) for e in data.elements)
-    if isinstance(data, cst.ListComp):
-        return sem.values.array_lib(data.elt, call.scope) is None
-    if isinstance(data, cst.BinaryOperation):
-        if isinstance(data.operator, cst.Multiply) and any(
-                isinstance(side, (cst.List, cst.Tuple)) and _python_values(file, call, side, depth + 1)
-                for side in (data.left, data.right)):
-            return True  # `[i] * batch`: a list repeated, the count an int whatever names it
-        return _python_values(file, call, data.left, depth + 1) and _python_values(file, call, data.right, depth + 1)
-    if isinstance(data, cst.Subscript) and isinstance(data.value, (cst.Call, cst.Name, cst.List)):
-        return _python_values(file, call, data.value, depth + 1)  # `list(range(n))[::-1]`
-    if isinstance(data, cst.Call):
-        qualname = sem.names.qualify(data.func)
-        if qualname in PYTHON_BUILDERS:
-            return True
-        if isinstance(data.func, cst.Attribute) and qualname is None:
-            return _python_values(file, call, data.func.value, depth + 1)  # torch.Tensor([[w]]).long()
-        if qualname is not None and qualname.split(".")[0] in ("torch", "numpy") and data.args and \
-                qualname.rpartition(".")[2] in CONVERSIONS and sem.values.array_lib(data, call.scope) is None:
-            return _python_values(file, call, data.args[0].value, depth + 1)  # torch.tensor([...]), np.array([...])
-        return False
-    if isinstance(data, cst.Name):
-        bindings = sem.names.assignments(sem.names.name_of(data), call.scope)
-        if not bindings:
-            return False
-        for how, value in bindings:
-            if how in ("=", "aug") and isinstance(value, cst.BaseExpression):
-                if not _python_values(file, call, value, depth + 1):
-                    return False
-            elif how == "for" and isinstance(value, Unpack) and not value.index and isinstance(value.source, cst.Call):
-                if sem.names.qualify(value.source.func) != "builtins.range":
-                    return False
-            elif how == "for" and isinstance(value, Unpack) and not value.index and isinstance(value.source, cst.Name):
-                if not _counted(file, call, value.source):
-                    return False  # `for i in indices` with `indices = list(range(n))[::-1]`
-            else:
-                return False
-        return True
-    return False

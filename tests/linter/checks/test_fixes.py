@@ -63,6 +63,38 @@ def test_safe_fixes_leave_unsafe_ones_alone() -> None:
     assert after == before
 
 
+WINDOW = """\
+import torch
+from torch import nn
+
+
+def log_mel(audio):
+    window = torch.hann_window(400).to(audio.device)
+    return torch.stft(audio, 400, 160, window=window, return_complex=True).abs()
+
+
+class Encoder(nn.Module):
+    def forward(self, audio):
+        return self.net(log_mel(audio))
+"""
+
+
+def test_a_window_made_on_the_host_per_forward_is_off105_with_an_unsafe_fix() -> None:
+    """`torch.hann_window(n).to(audio.device)` in a helper of `forward`: the window's cosines may round otherwise on
+    the device, so creating it there is offered only as an unsafe fix, as for arange and linspace."""
+    settings = settings_for(CATALOG.rules, frozenset({"OFF105"}))
+    result = lint_text(WINDOW, settings, APIS)
+    [finding] = result.findings
+    assert (finding.line, finding.column) == (6, 14)
+    assert finding.message == ("torch.Tensor.to uploads an array that torch.hann_window just built on the host; create "
+                               "it on the device with torch.hann_window(..., device=audio.device)")
+    assert finding.fix is not None and finding.fix.safety == "unsafe"
+    relint = lambda t: lint_text(t, settings, APIS)  # noqa: E731
+    after, _, _ = apply_rounds(WINDOW, result, relint, lambda r: [f for f in r.findings if f.fixable(True)])
+    assert "window = torch.hann_window(400, device=audio.device)\n" in after
+    assert apply_rounds(WINDOW, result, relint, lambda r: [f for f in r.findings if f.fixable(False)])[0] == WINDOW
+
+
 def test_overlapping_fixes_apply_one_per_round_and_identical_ones_once() -> None:
     a = Fix("a", "safe", (Edit(0, 3, "AAA"),))
     b = Fix("b", "safe", (Edit(1, 2, "B"),))
