@@ -406,6 +406,10 @@ def _a_dict(name: str, loop: Loop) -> bool:
         isinstance(v, cst.Call) and isinstance(v.func, cst.Name) and v.func.value == "dict") for v in binds)
 
 
+#: counts that name a handful by convention: density matrices or spin channels of a quantum-chemistry step (1-2)
+FEW_SETS = frozenset({"nset", "n_set", "nsets", "n_dm", "ndm", "n_dms", "nspin", "n_spin", "nspins"})
+
+
 def few(loop: Loop) -> bool:
     """A loop over a short literal (`for lut in (a, b)`, `range(3)`): sub-steps of one iteration, not inner work."""
     node = loop.node
@@ -425,7 +429,7 @@ def few(loop: Loop) -> bool:
             return True  # `range(len(x.shape))`, `range(x.ndim)`
         name = bound.attr.value if isinstance(bound, cst.Attribute) else bound.value if isinstance(
             bound, cst.Name) else ""
-        return name in ("ndim", "dim", "ndims", "num_dims", "n_dims")  # one pass per axis
+        return name in ("ndim", "dim", "ndims", "num_dims", "n_dims") or name in FEW_SETS  # one pass per axis or set
     return False
 
 
