@@ -67,7 +67,49 @@ def iteration_of(file: CheckedFile, where: IndexedCall | IndexedNode, functions:
     scope = where.scope
     while scope.kind == "lambda" and scope.parent is not None:
         scope = scope.parent
+    if file.sem.loops.periodic(early_exits(file, scope, where.node)):
+        return None  # `if not should_log: return` above it: the rest of the step runs every N steps
     return Iteration(None, hot, scope)
+
+
+def early_exits(file: CheckedFile, scope: Scope, node: cst.CSTNode) -> tuple[tuple[cst.BaseExpression, bool], ...]:
+    """The tests of the `if ...: return` statements at the top of the function's body before `node`, as the
+    conditions under which the function goes on (`if not should_log: return` -> `should_log`, taken), with a
+    flag bound once in the function replaced by its value (`should_log = self.metrics.should_log(step)`)."""
+    function = scope.node
+    if not isinstance(function, cst.FunctionDef) or not isinstance(function.body, cst.IndentedBlock):
+        return ()
+    line = file.line(node)
+    out: list[tuple[cst.BaseExpression, bool]] = []
+    for statement in function.body.body:
+        if file.line(statement) >= line:
+            break
+        if not isinstance(statement, cst.If) or statement.orelse is not None or not _returns(statement.body):
+            continue
+        test: cst.BaseExpression = statement.test
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            out.append((_flag_value(file, test.expression, scope), True))
+        else:
+            out.append((_flag_value(file, test, scope), False))
+    return tuple(out)
+
+
+def _returns(body: cst.BaseSuite) -> bool:
+    """Does the block end by returning (`return`, `return x`)?"""
+    lines = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    last = lines[-1] if lines else None
+    small = last.body if isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) else []
+    return bool(small) and isinstance(small[-1], cst.Return)
+
+
+def _flag_value(file: CheckedFile, test: cst.BaseExpression, scope: Scope) -> cst.BaseExpression:
+    """`should_log` bound once in the function to `self.metrics.should_log(step)`: that call; else the test."""
+    if not isinstance(test, cst.Name):
+        return test
+    bindings = file.sem.names.assignments(test.value, scope)
+    if len(bindings) == 1 and bindings[0][0] == "=" and isinstance(bindings[0][1], cst.BaseExpression):
+        return bindings[0][1]
+    return test
 
 
 RANKS = re.compile(r"world_size|num_gpus|n_gpus|ngpus|nprocs|num_processes|num_ranks|n_ranks")
