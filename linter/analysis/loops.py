@@ -37,7 +37,7 @@ from .conditions import (and_parts, bounded, cleared, conjunct_comparisons, cons
 from .kernels import Kernels
 from .names import Names
 from .project import WRITES
-from .scopes import IndexedCall, Loop
+from .scopes import Event, IndexedCall, Loop
 
 PURE_MODULES = frozenset({"numpy", "cupy", "cupyx", "torch", "jax", "math", "builtins", "numba", "operator"})
 MUTATING_FUNCS = frozenset(
@@ -245,7 +245,7 @@ class LoopFacts:
     @staticmethod
     def _bound_once(name: str, loop: Loop) -> cst.BaseExpression | None:
         """The one expression the loop binds `name` to with `=`, or None."""
-        binds = [e for e in loop.scope.events[loop.start:loop.end] if e.kind == "bind" and e.name == name]
+        binds = _binds_in(name, loop)
         if len(binds) != 1 or not isinstance(binds[0].extra, tuple) or binds[0].extra[0] != "=":
             return None
         value = binds[0].extra[1]
@@ -253,7 +253,7 @@ class LoopFacts:
 
     def _only_cleared(self, name: str, loop: Loop) -> bool:
         """Does the loop bind `name` only to False/None/0 (a flag that, once cleared, stays so)?"""
-        binds = [e for e in loop.scope.events[loop.start:loop.end] if e.kind == "bind" and e.name == name]
+        binds = _binds_in(name, loop)
         return bool(binds) and all(isinstance(e.extra, tuple) and e.extra[0] == "=" and cleared(e.extra[1])
                                    for e in binds)
 
@@ -396,6 +396,11 @@ def over_entries(loop: Loop) -> bool:
         return False
     params = function.params
     return any(isinstance(p, cst.Param) and p.name.value == source.value for p in (params.star_arg, params.star_kwarg))
+
+
+def _binds_in(name: str, loop: Loop) -> list[Event]:
+    """The loop's bind events of `name`, in order."""
+    return [e for e in loop.scope.events[loop.start:loop.end] if e.kind == "bind" and e.name == name]
 
 
 def _a_dict(name: str, loop: Loop) -> bool:

@@ -108,8 +108,9 @@ TORCH_RANDOM_VALUES = frozenset({"torch.rand", "torch.randn"})
 
 def _torch_host(file: CheckedFile, expr: cst.BaseExpression, sub: IndexedNode, depth: int,
                 seen: frozenset[str] = frozenset()) -> tuple[str, str, cst.CSTNode] | None:
-    """(rule, creator) for a torch index the function builds on the host through names: `rows =
-    torch.arange(b)[..., None]`, `keep = torch.randn(b, n).topk(k).indices` (random: OFF107)."""
+    """(rule, creator, the creator's call) for a torch index the function builds on the host through names: `rows =
+    torch.arange(b)[..., None]`, `keep = torch.randn(b, n).topk(k).indices` (random: OFF107). A name rebound from
+    itself (`rows = rows[..., None]`) counts as what it held before ("same")."""
     if depth > 4:
         return None
     sem = file.sem

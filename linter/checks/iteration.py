@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ..analysis.callgraph import Hot
+from ..analysis.conditions import expand_flags
 from ..analysis.loops import few, over_entries
 from ..analysis.memoryblocks import by_memory
 from ..analysis.scopes import IndexedCall, IndexedNode, Loop, Scope
@@ -79,18 +80,18 @@ def early_exits(file: CheckedFile, scope: Scope, node: cst.CSTNode) -> tuple[tup
     function = scope.node
     if not isinstance(function, cst.FunctionDef) or not isinstance(function.body, cst.IndentedBlock):
         return ()
+    exits = [s for s in function.body.body if isinstance(s, cst.If) and s.orelse is None and _returns(s.body)]
+    if not exits:
+        return ()
     line = file.line(node)
     out: list[tuple[cst.BaseExpression, bool]] = []
-    for statement in function.body.body:
+    for statement in exits:
         if file.line(statement) >= line:
             break
-        if not isinstance(statement, cst.If) or statement.orelse is not None or not _returns(statement.body):
-            continue
-        test: cst.BaseExpression = statement.test
+        test, taken = statement.test, False
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            out.append((_flag_value(file, test.expression, scope), True))
-        else:
-            out.append((_flag_value(file, test, scope), False))
+            test, taken = test.expression, True
+        out.append((expand_flags(test, lambda name: _bound_once(file, name, scope), depth=1), taken))
     return tuple(out)
 
 
@@ -102,14 +103,12 @@ def _returns(body: cst.BaseSuite) -> bool:
     return bool(small) and isinstance(small[-1], cst.Return)
 
 
-def _flag_value(file: CheckedFile, test: cst.BaseExpression, scope: Scope) -> cst.BaseExpression:
-    """`should_log` bound once in the function to `self.metrics.should_log(step)`: that call; else the test."""
-    if not isinstance(test, cst.Name):
-        return test
-    bindings = file.sem.names.assignments(test.value, scope)
+def _bound_once(file: CheckedFile, name: str, scope: Scope) -> cst.BaseExpression | None:
+    """The one expression the function binds `name` to (`should_log = self.metrics.should_log(step)`), or None."""
+    bindings = file.sem.names.assignments(name, scope)
     if len(bindings) == 1 and bindings[0][0] == "=" and isinstance(bindings[0][1], cst.BaseExpression):
         return bindings[0][1]
-    return test
+    return None
 
 
 RANKS = re.compile(r"world_size|num_gpus|n_gpus|ngpus|nprocs|num_processes|num_ranks|n_ranks")

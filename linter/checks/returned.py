@@ -22,7 +22,7 @@ RETURNED_ADVICE = ("return the device value instead and add it up on the device 
                    "pred.eq(target).sum()`), reading the total once after it")
 
 
-def returned(statement: cst.CSTNode, read: cst.CSTNode, function: cst.CSTNode, returns: list[cst.BaseExpression]) -> bool:
+def returned(statement: cst.CSTNode, read: cst.CSTNode, returns: list[cst.BaseExpression]) -> bool:
     """Does the value of `read` leave the function by `return`: in the return statement itself, or assigned to a
     name the function returns (alone or in a tuple)?"""
     if isinstance(statement, cst.Return):

@@ -276,14 +276,11 @@ def _judge_read_per_call(file: CheckedFile, call: IndexedCall, it: Iteration, ap
     if statement is None:
         return
     purpose = UseFinder(it.body, sem.names.qualify, kept=_scalar(call)).of_read(statement, call.node)
-    if purpose == "other" and returned(statement, call.node, it.scope.node, it.scope.returns) and \
-            caller_keeps_metric(file, it):
-        purpose = "metric"  # `return correct.sum().item()`, and the calling loop adds it up (returned.py)
-        advice = RETURNED_ADVICE
-    else:
-        advice = metric_advice(file, value, call)
-    if purpose == "metric" and file.enabled("OFF301"):
-        file.report("OFF301", call.node, api=api, where=it.where(file), advice=advice)
+    handed_back = purpose == "other" and returned(statement, call.node, it.scope.returns) and \
+        caller_keeps_metric(file, it)  # `return correct.sum().item()`, and the calling loop adds it up (returned.py)
+    if (purpose == "metric" or handed_back) and file.enabled("OFF301"):
+        file.report("OFF301", call.node, api=api, where=it.where(file),
+                    advice=RETURNED_ADVICE if handed_back else metric_advice(file, value, call))
     elif purpose == "check" and file.enabled("OFF104"):
         file.report("OFF104", call.node, api=api, where=it.where(file), advice=CHECK_ADVICE)
 
