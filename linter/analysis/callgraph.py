@@ -66,6 +66,8 @@ class Summary:
     copy_helpers: tuple[CopyHelper, ...] = ()  # functions that return a copy of a parameter (`to_cupy(x)`)
     reexports: tuple[tuple[str, str], ...] = ()  # a package's names: `acme.Learner` -> `acme.core.Learner`
     device_args: tuple[tuple[str, str, str], ...] = ()  # (callee, parameter, library or "host"): `arguments`
+    # (callee, loop) of `roots` where every call of it in that loop only sums, records or prints what it returns
+    metric_roots: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,7 @@ class Hot:
     loop: int = -1  # the loop's number in its file's index
     via: str | None = None  # the hot caller it is reached through
     device_kwargs: bool = False  # some call hands it device values as keywords (its `**kwargs` holds tensors)
+    metric: bool = False  # kind "loop", no `via`: every loop that calls it only sums, records or prints its result
 
     def text(self, path: str, loop_label: Callable[[int], str] | None = None) -> str:
         """`call of `f` (the loop at line 12 calls it through `g`)`, as the file `path` says it.
@@ -234,11 +237,16 @@ def hot_functions(summaries: Iterable[Summary], seeds: Iterable[Hot] = ()) -> di
             hot[h.function] = h
             queue.append(h)
 
+    rooted: list[tuple[str, Hot]] = []
     for s in graph.summaries:
+        metric = set(s.metric_roots)
         for callee, path, holder, loop in s.roots:
             target = graph.resolve(callee)
             if target is not None and target not in graph.looping:
-                add(Hot(target, "loop", path, holder, loop))
+                rooted.append((target, Hot(target, "loop", path, holder, loop, metric=(callee, loop) in metric)))
+    kept = {target for target, h in rooted if h.metric} - {target for target, h in rooted if not h.metric}
+    for target, h in rooted:
+        add(h if h.metric == (target in kept) else replace(h, metric=target in kept))
     for seed in seeds:
         if seed.function in graph.functions:
             add(seed)

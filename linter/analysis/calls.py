@@ -24,6 +24,8 @@ from .values import DeviceValues
 # Names that hold a device: `device`, `devs`, `self.gpu`, `gpu_id`, `local_rank` (`.to(local_rank)` is cuda:N).
 # PyTorch's legacy tensor types: `x.type(torch.FloatTensor)` moves x to the host, `torch.cuda.FloatTensor` to the GPU
 TENSOR_TYPE = re.compile(r"^torch\.(cuda\.)?(?:Float|Double|Half|BFloat16|Byte|Char|Short|Int|Long|Bool)Tensor$")
+# libraries besides Warp whose arrays have a `.numpy()` method (a download for some of them)
+OTHER_NUMPY_METHODS = frozenset({"torch", "tensorflow", "paddle", "mxnet", "oneflow", "jittor"})
 DEVICE_GETTER = re.compile(r"(?:get_|current_)?device", re.I)
 DEVICE_NAME = re.compile(r"(?:^|_)(?:(?:device|dev|gpu|cuda)(?:s|_ids?|_index|_idx)?|(?:local_)?rank)$", re.I)
 
@@ -160,7 +162,7 @@ class Calls:
             if api.receiver.startswith("offload_core."):
                 if not self.is_region_handle(receiver, scope):
                     return None
-            elif self.values.device_lib(receiver, scope) != api.library:
+            elif self.values.device_lib(receiver, scope) != api.library and not self._only_owner(api, receiver, scope):
                 return None
         kind = api.kind
         if api.device_arg is not None or api.device_kwarg is not None:
@@ -175,6 +177,16 @@ class Calls:
         if api.call is None and api.method in ("copy_from", "copy_to") and self._host_buffer(receiver, scope):
             kind = "d2h" if kind == "h2d" else "h2d"  # pinned.copy_from(dev_buf): the host buffer is the destination
         return Classified(api, kind, data)
+
+    def _only_owner(self, api: Api, receiver: cst.BaseExpression, scope: Scope) -> bool:
+        """Is `receiver.numpy()` Warp's download though nothing says where `receiver` came from (`example.loss`)?
+
+        In a file that imports Warp and no other library whose arrays have a `.numpy()` (PyTorch, TensorFlow),
+        an object of unknown origin with that method is a Warp array: NumPy's arrays have none.
+        """
+        if api.library != "warp" or self.values.array_lib(receiver, scope) is not None:
+            return False
+        return self.names.imports("warp") and not any(self.names.imports(m) for m in OTHER_NUMPY_METHODS)
 
     def _host_buffer(self, expr: cst.BaseExpression, scope: Scope) -> bool:
         """A buffer in host memory: named so (`pinned`, `host_buf`), or allocated by a pinned/host memory resource."""

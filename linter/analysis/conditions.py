@@ -59,6 +59,14 @@ def every_n(comparison: cst.Comparison) -> bool:
     return any(isinstance(side, cst.BinaryOperation) and isinstance(side.operator, cst.Modulo) for side in sides)
 
 
+def first_k_of_n(comparison: cst.Comparison) -> bool:
+    """`(it % check_every) < cycle`: true on the first few of every n values of it."""
+    op = comparison.comparisons[0].operator
+    left = comparison.left
+    return (len(comparison.comparisons) == 1 and isinstance(op, (cst.LessThan, cst.LessThanEqual))
+            and isinstance(left, cst.BinaryOperation) and isinstance(left.operator, cst.Modulo))
+
+
 def every_n_or_flag(test: cst.BaseExpression, taken: bool, equal_flags: bool = False) -> bool:
     """`if last_batch or step % n == 0:` (the usual logging test): every N steps, or on a flagged one
     (a name; with `equal_flags`, also an equality such as `i + 1 == n`: one step).

@@ -49,8 +49,10 @@ def copy_helpers(idx: ModuleIndex, calls: Calls, qualname: Callable[[Scope], str
         if not params or qualname(scope) in found:
             continue
         use = calls.classify(call.node, scope)
-        if use is None or use.kind not in ("h2d", "d2h") or not isinstance(use.data, cst.Name):
+        if use is None or use.kind not in ("h2d", "d2h") or use.data is None:
             continue
+        if not isinstance(use.data, cst.Name) and (use.kind != "d2h" or _uploads(calls, use.data, scope)):
+            continue  # an upload of its parameter itself; a download may be of an expression of it, not of an upload
         returned = _returned(call, node)
         if returned is None:
             continue
@@ -65,15 +67,31 @@ def copy_helpers(idx: ModuleIndex, calls: Calls, qualname: Callable[[Scope], str
     return tuple(found.values())
 
 
+def _uploads(calls: Calls, expr: cst.BaseExpression, scope: Scope) -> bool:
+    """Does `expr` make an upload (`cp.asarray(x).get()`: a round trip, no download helper)?"""
+    stack: list[cst.CSTNode] = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Call):
+            use = calls.classify(node, scope)
+            if use is not None and use.kind == "h2d":
+                return True
+        stack.extend(children(node))
+    return False
+
+
 def _parameter_of(use: Classified, node: cst.FunctionDef, params: list[str]) -> int | None:
-    """The position of the parameter the copied name is, or (downloads) the one it was computed from in one step."""
-    assert isinstance(use.data, cst.Name)
-    name = use.data.value
-    if name in params:
-        return params.index(name)
-    if use.kind != "d2h":
+    """The position of the parameter the copied name is, or (downloads) the one it was computed from in one step:
+    bound to a name first (`first = tree_map(lambda a: a[0], nest)`) or in the download's own argument
+    (`jax.device_get(unreplicate(metrics))`)."""
+    if not isinstance(use.data, cst.Name):
+        sources: cst.BaseExpression | None = use.data
+    elif use.data.value in params:
+        return params.index(use.data.value)
+    elif use.kind != "d2h":
         return None
-    sources = _one_binding(node, name)
+    else:
+        sources = _one_binding(node, use.data.value)
     if sources is None:
         return None
     read = {n.value for n in _names(sources)} & set(params)

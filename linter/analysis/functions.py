@@ -35,6 +35,7 @@ from .scopes import IndexedCall, Scope, qualified_name
 from .collectivehelpers import collective_helpers
 from .copyhelpers import copy_helpers
 from .arguments import device_args
+from .uses import kept_as_metric
 
 LOSS_NAME = re.compile(r"^(?:losses?|compute_loss(?:es)?|get_loss(?:es)?|loss_\w+|\w+_loss(?:es)?)$")
 LOSS_CLASS = re.compile(r"Loss|Criterion")
@@ -207,6 +208,7 @@ class Functions:
                     and not over_axes(loop) and not over_parameters(loop)):  # no work of its own
                 looping.append(self.qualname(loop.scope))
         roots, edges = [], []
+        uses: dict[tuple[str, int], bool] = {}  # (callee, loop) -> every call there only keeps the result as a metric
         numbers = {id(loop): n for n, loop in enumerate(self.idx.loops)}
         for call in self.idx.calls:
             callee = self.callee(call)
@@ -219,6 +221,8 @@ class Functions:
                 if not self.loops.rare_branch(call, loop) and not self.loops.amortised(call, loop, self.idx.loops):
                     holder = self.qualname(call.scope) if call.scope.kind != "module" else ""
                     roots.append((callee, self.path, holder, numbers[id(loop)]))
+                    key = (callee, numbers[id(loop)])
+                    uses[key] = uses.get(key, True) and kept_as_metric(call, loop.node, self.names, scalar=False)
             elif call.scope.kind in ("function", "lambda") and not self.loops.periodic(call.conds):
                 owner = call.scope
                 while owner.kind == "lambda" and owner.parent is not None:
@@ -233,6 +237,7 @@ class Functions:
             attributes=self._attributes(), roles=tuple(roles), roots=tuple(dict.fromkeys(roots)),
             edges=tuple(dict.fromkeys(edges)),
             device_args=() if self.values is None else device_args(self.idx, self.names, self.values, self.callee),
+            metric_roots=tuple(key for key, metric in uses.items() if metric),
         )
         local = hot_functions([summary])
         self._summary = Summary(**{**summary.__dict__, "hot_here": tuple(sorted(local))})

@@ -33,7 +33,7 @@ import libcst as cst
 from .calls import Calls
 from .children import children
 from .conditions import (and_parts, bounded, cleared, conjunct_comparisons, constant, counter_of, equalities,
-                         every_n, every_n_or_flag, expand_flags, helper_says_when)
+                         every_n, every_n_or_flag, expand_flags, first_k_of_n, helper_says_when)
 from .kernels import Kernels
 from .names import Names
 from .project import WRITES
@@ -263,6 +263,8 @@ class LoopFacts:
             if any(every_n(comparison) for comparison in equalities(test, taken)) or every_n_or_flag(
                     test, taken, equal_flags):
                 return True
+            if taken and any(first_k_of_n(c) for c in conjunct_comparisons(test)):
+                return True  # `if (it % check_every) < cycle:`: a check every check_every iterations
             if taken and helper_says_when(test):
                 return True  # a helper that says when to log or evaluate: `u.itstime(step, ...)`
         return False

@@ -29,8 +29,13 @@ class Names:
         libs = {apis.modules[q.split(".")[0]] for q in idx.aliases.values() if q.split(".")[0] in apis.modules}
         libs |= {apis.modules[m.split(".")[0]] for m in idx.star_imports if m.split(".")[0] in apis.modules}
         self.libraries = frozenset(libs)
+        self._roots = frozenset(q.split(".")[0] for q in idx.aliases.values())
         self._defs: dict[int, Scope] | None = None
         self._calls_by_name: dict[str, list[IndexedCall]] | None = None
+
+    def imports(self, module: str) -> bool:
+        """Does the file import the top-level module `module` (under any name)?"""
+        return module in self._roots
 
     def qualify(self, expr: cst.BaseExpression) -> str | None:
         if isinstance(expr, cst.Name):

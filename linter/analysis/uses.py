@@ -20,12 +20,14 @@ assigned to a name, from every later use of that name in the loop body.
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 import libcst as cst
 
 from .children import children
 from .loops import walk
+from .scopes import IndexedCall
 
 Use = Literal["control", "check", "metric", "other"]
 # Methods that record a value: meters, lists, loggers, progress bars, summary writers.
@@ -176,6 +178,42 @@ class UseFinder:
                         and id(node) not in typed:  # `assert isinstance(v, float)` asks for no value
                     out.append((statement, node))
         return out
+
+
+def kept_as_metric(call: IndexedCall, loop_node: cst.CSTNode, names, scalar: bool) -> bool:  # type: ignore[no-untyped-def]
+    """Does the loop `loop_node` only sum, record or print what the call `call` (an indexed call in it) returns?
+
+    `top1 += accuracy(out, y)`, `metrics.append(fetch(m))`: a helper's read handed back to such a call is a
+    metric read (checks/returned.py), wherever the helper is defined. `scalar`: the helper hands back one
+    number, so a list that keeps it records a metric; otherwise only a list whose names say so
+    (`kept_metric`).
+    """
+    if call.small is None:
+        return False
+    if UseFinder(loop_node, names.qualify, kept=scalar).of_read(call.small, call.node) == "metric":
+        return True
+    return not scalar and kept_metric(call.small, call)
+
+
+METRIC_NAME = re.compile(r"loss|acc|metric|score|err|correct|nll|ppl|perplex|psnr|ssim|reward|return|confusion",
+                         re.I)
+
+
+def kept_metric(statement: cst.CSTNode, call: IndexedCall) -> bool:
+    """`losses.append(np.asarray(loss))`: a downloaded array kept in a list is a metric when its names say so.
+
+    A download appended per batch may be data the host needs after the loop
+    (embeddings, predictions) or a number to average (a loss); the names of
+    the list and of the value are what tells them apart in real code.
+    """
+    if not isinstance(statement, cst.Expr) or not isinstance(statement.value, cst.Call):
+        return False
+    func = statement.value.func
+    if not isinstance(func, cst.Attribute) or func.attr.value not in ("append", "extend"):
+        return False
+    names = [func.value] + [a.value for a in call.node.args]
+    words = [n.value if isinstance(n, cst.Name) else n.attr.value if isinstance(n, cst.Attribute) else "" for n in names]
+    return any(METRIC_NAME.search(w) for w in words if w)
 
 
 def aborts(body: cst.BaseSuite, qualify) -> bool:  # type: ignore[no-untyped-def]

@@ -44,7 +44,7 @@ from .scopes import Binding, IndexedCall, Scope, Unpack, qualified_name
 
 from .jaxsteps import compiled, jax_step, jitted
 from .valuewords import (
-    MAYBE, HOST_ATTRS, HOST_METHODS, PREDICATES, IO_METHODS, ANNOTATIONS, MODEL_NAME, TORCH_NOT_TENSORS, TENSOR_ATTRS, ARRAY_BUILTINS, HOST_MODULES,
+    MAYBE, HOST_ATTRS, HOST_METHODS, PREDICATES, IO_METHODS, ANNOTATIONS, MODEL_NAME, TORCH_NOT_TENSORS, TENSOR_ATTRS, VARIABLE_ATTRS, ARRAY_BUILTINS, HOST_MODULES,
     NUMPY_CONVERSIONS, array_module_name, random_key, string_or_host_result, stronger, strip,
 )
 
@@ -171,6 +171,10 @@ class DeviceValues:
             found = self.taint(expr.value, scope, depth + 1)  # x.T, out.logits, features.relu2_2
             if found is None and expr.attr.value in TENSOR_ATTRS and "torch" in self.names.libraries:
                 return "torch" + MAYBE  # p.grad, p.data: a tensor, wherever it lives
+            if found is None and expr.attr.value in VARIABLE_ATTRS and self.names.imports("chainer"):
+                # loss.array: the array a Chainer Variable wraps, on the device where the model is (a model's
+                # outputs are, as PyTorch's are); param.grad, v.data may be anything's
+                return "cupy" if expr.attr.value == "array" else "cupy" + MAYBE
             return found
         if isinstance(expr, cst.IfExp):
             return stronger(self.taint(expr.body, scope, depth + 1), self.taint(expr.orelse, scope, depth + 1))

@@ -84,6 +84,7 @@ TORCH_NOT_TENSORS = frozenset({
 COMPILERS = frozenset({"jit", "pmap", "pjit", "xmap", "shard_map"})
 JAX_STEP = re.compile(r"^(?:\w+_fn|\w+_step|p_\w+|model|apply_fn)$")
 TENSOR_ATTRS = frozenset({"grad", "data", "weight", "bias"})
+VARIABLE_ATTRS = frozenset({"array", "grad", "data"})  # a Chainer Variable's arrays
 ARRAY_BUILTINS = frozenset({"builtins.abs", "builtins.pow", "builtins.sum", "builtins.min", "builtins.max"})
 # Functions of these modules return host values whatever they are given.
 HOST_MODULES = frozenset({"builtins", "numpy", "math", "time", "os", "sys", "logging", "json", "random", "itertools",

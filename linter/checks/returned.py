@@ -6,15 +6,17 @@ once per batch to add a number up: OFF301, though the helper alone shows
 only a value handed back. The helper's read is a metric read when every
 call of it in the loop that makes it hot (a loop of the same file) only
 sums, records or prints the result (`acc1, acc5 = accuracy(...)` then
-`top1 += acc1`). A helper called from a loop in another file, or through
-another function, is left to what its own body says.
+`top1 += acc1`); for a loop of another file, its file's summary says so
+(`Summary.metric_roots`, `Hot.metric`: `metrics.append(utils.fetch(m))`
+where `fetch` returns `jax.device_get(m)`). A helper called through
+another function is left to what its own body says.
 """
 
 from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.uses import UseFinder, path_to
+from ..analysis.uses import kept_as_metric, path_to
 from .file import CheckedFile
 from .iteration import Iteration
 
@@ -39,16 +41,21 @@ def returned(statement: cst.CSTNode, read: cst.CSTNode, returns: list[cst.BaseEx
     return False
 
 
-def caller_keeps_metric(file: CheckedFile, it: Iteration) -> bool:
-    """Does every call of the hot function in the loop of this file that runs it only sum, record or print it?"""
+def caller_keeps_metric(file: CheckedFile, it: Iteration, scalar: bool) -> bool:
+    """Does every call of the hot function in the loop that runs it only sum, record or print it?
+
+    `scalar`: the function hands back one number (`.item()`), which a list keeps as a record; an array it
+    downloads and hands back is a metric only where the list's names say so (`uses.kept_as_metric`).
+    """
     hot = it.hot
-    if hot is None or hot.kind != "loop" or hot.via is not None or hot.path != file.path:
+    if hot is None or hot.kind != "loop" or hot.via is not None:
         return False
+    if hot.path != file.path:
+        return hot.metric  # a loop of another file: its file's summary said how the result is used
     if not 0 <= hot.loop < len(file.index.loops):
         return False
     loop = file.index.loops[hot.loop]
     sites = [c for c in loop.calls if file.sem.functions.callee(c) == hot.function]
     if not sites:
         return False
-    finder = UseFinder(loop.node, file.sem.names.qualify)
-    return all(c.small is not None and finder.of_read(c.small, c.node) == "metric" for c in sites)
+    return all(kept_as_metric(c, loop.node, file.sem.names, scalar) for c in sites)

@@ -36,10 +36,10 @@ import libcst as cst
 from ..analysis.reaching import host_before_loop, host_read
 from ..analysis.parameters import root_name
 from ..analysis.scopes import IndexedCall, Loop, Scope, Unpack
-from ..analysis.uses import UseFinder, aborts, path_to
+from ..analysis.uses import UseFinder, aborts, kept_metric, path_to
 from .branches import CHECK_ADVICE
 from .constants import once
-from .downloads import kept_metric, metric_download
+from .downloads import metric_download
 from .file import CheckedFile
 from .iteration import Iteration, iteration_of, over_ranks
 from .registry import check
@@ -277,7 +277,7 @@ def _judge_read_per_call(file: CheckedFile, call: IndexedCall, it: Iteration, ap
         return
     purpose = UseFinder(it.body, sem.names.qualify, kept=_scalar(call)).of_read(statement, call.node)
     handed_back = purpose == "other" and returned(statement, call.node, it.scope.returns) and \
-        caller_keeps_metric(file, it)  # `return correct.sum().item()`, and the calling loop adds it up (returned.py)
+        caller_keeps_metric(file, it, _scalar(call))  # `return correct.sum().item()`, and the calling loop adds it up (returned.py)
     if (purpose == "metric" or handed_back) and file.enabled("OFF301"):
         file.report("OFF301", call.node, api=api, where=it.where(file),
                     advice=RETURNED_ADVICE if handed_back else metric_advice(file, value, call))

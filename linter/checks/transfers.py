@@ -22,8 +22,9 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.calls import Classified
-from ..analysis.loops import few
-from ..analysis.scopes import IndexedCall
+from ..analysis.loops import few, walk
+from ..analysis.parameters import root_name
+from ..analysis.scopes import IndexedCall, Loop
 from ..analysis.uses import path_to
 from .file import CheckedFile
 from .constants import constant_data, once
@@ -33,6 +34,8 @@ from .pythonvalues import BLOCKING_UPLOADS, LOOP_ADVICE, device_in_list, python_
 from .pythonvalues import per_call as python_values_per_call
 from .registry import check
 
+# methods that hand back a copy of an array (on another device or as another type) and change nothing
+COPY_METHODS = frozenset({"to", "cpu", "cuda", "type", "get", "numpy", "tolist", "item", "list"})
 COLLECTING_METHODS = frozenset({"append", "extend", "insert", "add", "appendleft", "put"})
 
 
@@ -63,7 +66,7 @@ def transfers(file: CheckedFile) -> None:
         if sem.loops.rare_branch(call, loop):
             continue
         fields = {"api": use.api.display, "direction": use.direction, "loop_line": file.line(loop.node)}
-        if sem.loops.invariant_in(call, loop) and not _collected(call):
+        if sem.loops.invariant_in(call, loop) and not _collected(call) and not _device_work_on(file, call, loop, use):
             fix = hoist_fix(file, call, use) if file.enabled("OFF101") else None
             file.report("OFF101", call.node, fix, **fields, between="in the loop", advice="hoist it out")
         elif use.kind == "h2d" and device_in_list(file, call, use.data):
@@ -75,6 +78,37 @@ def transfers(file: CheckedFile) -> None:
                 file.report("OFF108", call.node, **fields, advice=LOOP_ADVICE)
         elif not file.reported("OFF301", call.node):  # a metric's download is said once, as OFF301 (syncs.py)
             file.report("OFF106", call.node, **fields)
+
+
+def _device_work_on(file: CheckedFile, call: IndexedCall, loop: Loop, use: Classified) -> bool:
+    """Does a method of the object that holds the downloaded data run in the loop, so that it may change it?
+
+    `example.step()` then `example.loss.numpy()`: the method runs kernels that write the loss, though no name
+    is rebound (`augment_pipe.p.copy_(...)` too); so may a function defined beside the loop (`do_cycle()`),
+    which sees the array through its closure. Reading the object's fields elsewhere changes nothing.
+    """
+    if use.kind != "d2h" or use.data is None:
+        return False
+    root = root_name(use.data)
+    if root is None:
+        return False
+    closures = {n.name.value for n in walk(call.scope.node) if isinstance(n, cst.FunctionDef)
+                and n is not call.scope.node}  # `def do_cycle(): ...` beside the loop: it may write anything it sees
+    for other in loop.calls:
+        func = other.node.func
+        if isinstance(func, cst.Name) and func.value in closures:
+            return True
+        if other is call or not isinstance(func, cst.Attribute) or file.sem.loops.pure_call(other):
+            continue
+        if path_to(other.node, call.node) is not None or path_to(call.node, other.node) is not None:
+            continue  # the download's own chain: `x.cpu().numpy()`
+        owner = root_name(func.value)
+        if owner is None or owner.value != root.value:
+            continue
+        method = func.attr.value
+        if method.endswith("_") or method not in COPY_METHODS and file.sem.values.array_lib(owner, other.scope) is None:
+            return True  # `example.step()`; on an array only an in-place method (`w.add_(...)`), and no copy (`w.to(...)`)
+    return False
 
 
 def _constant_per_call(file: CheckedFile, call: IndexedCall, use: Classified) -> None:
