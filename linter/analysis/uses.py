@@ -151,6 +151,8 @@ class UseFinder:
         """Every later use of the names in the loop body decides; no use at all is "other"."""
         uses: list[Use] = []
         for statement, name in self._loads(names, assignment):
+            if _filled_in(statement, name):
+                continue  # `logs.update({"frames": n})`: entries added to the record, which says nothing of its use
             uses.append(self.of_read(statement, name, depth))
         if not uses:
             return "other"
@@ -230,6 +232,17 @@ def aborts(body: cst.BaseSuite, qualify) -> bool:  # type: ignore[no-untyped-def
     if isinstance(last, cst.Raise):
         return True
     return isinstance(last, cst.Expr) and isinstance(last.value, cst.Call) and qualify(last.value.func) in EXITS
+
+
+def _filled_in(statement: cst.CSTNode, name: cst.Name) -> bool:
+    """Is the statement `name.update(...)` or `name[key] = value`: more entries put into the downloaded record?"""
+    if isinstance(statement, cst.Expr) and isinstance(statement.value, cst.Call):
+        func = statement.value.func
+        return isinstance(func, cst.Attribute) and func.value is name and func.attr.value in ("update", "setdefault")
+    if isinstance(statement, cst.Assign) and len(statement.targets) == 1:
+        target = statement.targets[0].target
+        return isinstance(target, cst.Subscript) and target.value is name
+    return False
 
 
 def _is_target(statement: cst.CSTNode, name: cst.Name) -> bool:

@@ -225,3 +225,22 @@ def test_a_chainer_download_helper_is_a_copy() -> None:
     found = lint(code, select=["OFF301"])
     assert [(f.code, f.line) for f in found.findings] == [("OFF301", 7)]
     assert "chainer.backends.cuda.to_cpu" in found.findings[0].message
+
+
+def test_a_downloaded_log_record_filled_in_and_written_every_update_is_a_metric_read() -> None:
+    """dm-haiku's IMPALA learner (unseen-16): `logs = jax.device_get(logs); logs.update(...); logger.write(logs)`."""
+    code = """\
+        import jax
+
+
+        def run(learner, params, opt_state, queue, logger, iterations):
+            for _ in range(iterations):
+                params, opt_state, logs = learner.update(params, opt_state, queue.get())
+                logs = jax.device_get(logs)
+                logs.update({"num_frames": 10})
+                logs["step"] = 1
+                logger.write(logs)
+            return params
+        """
+    found = lint(code, select=["OFF301"])
+    assert [(f.code, f.line) for f in found.findings] == [("OFF301", 7)]
