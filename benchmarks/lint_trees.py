@@ -49,8 +49,10 @@ def wanted(manifests: list[Path]) -> list[Wanted]:
             data = json.loads(path.read_text())
         except (OSError, ValueError) as e:
             raise SystemExit(f"lint_trees: cannot read manifest {path}: {e}") from e
-        records = data.get("records", []) + [r for r in data.get("repos", []) if isinstance(r, dict)] \
-            if isinstance(data, dict) else data
+        if isinstance(data, dict):  # a hand-read set: its repositories and its records
+            records = [r for r in data.get("repos", []) if isinstance(r, dict)] + list(data.get("records", []))
+        else:  # a labelled list of records
+            records = data
         for record in records:
             if not isinstance(record, dict) or not record.get("repo") or not record.get("commit"):
                 continue

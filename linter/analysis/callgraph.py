@@ -237,16 +237,16 @@ def hot_functions(summaries: Iterable[Summary], seeds: Iterable[Hot] = ()) -> di
             hot[h.function] = h
             queue.append(h)
 
-    rooted: list[tuple[str, Hot]] = []
+    rooted: list[tuple[Hot, bool]] = []  # each loop's call, and whether that loop only keeps the result as a metric
     for s in graph.summaries:
         metric = set(s.metric_roots)
         for callee, path, holder, loop in s.roots:
             target = graph.resolve(callee)
             if target is not None and target not in graph.looping:
-                rooted.append((target, Hot(target, "loop", path, holder, loop, metric=(callee, loop) in metric)))
-    kept = {target for target, h in rooted if h.metric} - {target for target, h in rooted if not h.metric}
-    for target, h in rooted:
-        add(h if h.metric == (target in kept) else replace(h, metric=target in kept))
+                rooted.append((Hot(target, "loop", path, holder, loop), (callee, loop) in metric))
+    not_kept = {h.function for h, kept in rooted if not kept}
+    for h, _ in rooted:
+        add(replace(h, metric=h.function not in not_kept))
     for seed in seeds:
         if seed.function in graph.functions:
             add(seed)

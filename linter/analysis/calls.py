@@ -25,7 +25,7 @@ from .values import DeviceValues
 # PyTorch's legacy tensor types: `x.type(torch.FloatTensor)` moves x to the host, `torch.cuda.FloatTensor` to the GPU
 TENSOR_TYPE = re.compile(r"^torch\.(cuda\.)?(?:Float|Double|Half|BFloat16|Byte|Char|Short|Int|Long|Bool)Tensor$")
 # libraries besides Warp whose arrays have a `.numpy()` method (a download for some of them)
-OTHER_NUMPY_METHODS = frozenset({"torch", "tensorflow", "paddle", "mxnet", "oneflow", "jittor"})
+NUMPY_METHOD_LIBRARIES = frozenset({"torch", "tensorflow", "paddle", "mxnet", "oneflow", "jittor"})
 DEVICE_GETTER = re.compile(r"(?:get_|current_)?device", re.I)
 DEVICE_NAME = re.compile(r"(?:^|_)(?:(?:device|dev|gpu|cuda)(?:s|_ids?|_index|_idx)?|(?:local_)?rank)$", re.I)
 
@@ -186,7 +186,7 @@ class Calls:
         """
         if api.library != "warp" or self.values.array_lib(receiver, scope) is not None:
             return False
-        return self.names.imports("warp") and not any(self.names.imports(m) for m in OTHER_NUMPY_METHODS)
+        return self.names.imports("warp") and not any(self.names.imports(m) for m in NUMPY_METHOD_LIBRARIES)
 
     def _host_buffer(self, expr: cst.BaseExpression, scope: Scope) -> bool:
         """A buffer in host memory: named so (`pinned`, `host_buf`), or allocated by a pinned/host memory resource."""

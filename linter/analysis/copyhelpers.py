@@ -32,6 +32,7 @@ import libcst as cst
 from .callgraph import CopyHelper
 from .calls import DEVICE_NAME, Calls, Classified
 from .children import children, visit
+from .loops import walk
 from .scopes import IndexedCall, ModuleIndex, Scope
 
 
@@ -69,15 +70,8 @@ def copy_helpers(idx: ModuleIndex, calls: Calls, qualname: Callable[[Scope], str
 
 def _uploads(calls: Calls, expr: cst.BaseExpression, scope: Scope) -> bool:
     """Does `expr` make an upload (`cp.asarray(x).get()`: a round trip, no download helper)?"""
-    stack: list[cst.CSTNode] = [expr]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Call):
-            use = calls.classify(node, scope)
-            if use is not None and use.kind == "h2d":
-                return True
-        stack.extend(children(node))
-    return False
+    return any(isinstance(node, cst.Call) and (use := calls.classify(node, scope)) is not None and use.kind == "h2d"
+               for node in walk(expr))
 
 
 def _parameter_of(use: Classified, node: cst.FunctionDef, params: list[str]) -> int | None:

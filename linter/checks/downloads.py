@@ -103,8 +103,8 @@ def _reads(node: cst.CSTNode, name: str) -> bool:
         targets: list[cst.CSTNode] = []
         if isinstance(n, cst.Assign):
             targets = [t.target for t in n.targets]
-        elif isinstance(n, (cst.AnnAssign, cst.AugAssign)):
-            targets = [n.target] if isinstance(n, cst.AnnAssign) else []
+        elif isinstance(n, cst.AnnAssign):  # an AugAssign reads its target
+            targets = [n.target]
         elif isinstance(n, cst.Del):
             targets = [n.target]
         for t in targets:

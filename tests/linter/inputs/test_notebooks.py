@@ -268,7 +268,9 @@ def test_any_notebook_round_trips_and_a_changed_cell_changes_alone(cells, indent
     for number, (old, new) in enumerate(zip(document["cells"], after["cells"]), 1):
         if number == target.number:
             source = new["source"]
-            assert ("".join(source) if isinstance(source, list) else source) == "added = 1\n" + target.source
+            # a cell indented as a whole is read dedented, and what is added is written back at its indent
+            assert ("".join(source) if isinstance(source, list) else source) == \
+                target.indent + "added = 1\n" + target.source
             assert type(source) is type(old["source"])
         else:
             assert new == old
