@@ -121,9 +121,10 @@ class ApiIndex:
         wildcards.sort(key=lambda item: -len(item[0]))
         names = sorted(modules, key=len, reverse=True)
         # array-agnostic code may import none of them and still compute on CuPy (`xp = device.xp`,
-        # `xp = ndi.module()`; values.py)
+        # `xp = ndi.module()`, `from aspire.numeric import xp`; values.py)
         words = [re.escape(n) for n in names] + ["get_array_module"]
-        pattern = re.compile(r"\b(?:" + "|".join(words) + r")\b|\.xp\b|\b(?:xp|ncp)\s*=[^=]")
+        pattern = re.compile(r"\b(?:" + "|".join(words) + r")\b|\.xp\b|\b(?:xp|ncp)\s*=[^=]"
+                             r"|\bimport\b[^\n]*\b(?:xp|ncp)\b")
         return cls(
             calls=calls,
             implicit={k: tuple(v) for k, v in implicit.items()},

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from .apis import Api, ApiIndex
-from .idioms import array_module_variable
+from .idioms import array_module_variable, module_object
 from .names import Names
 from .scopes import IndexedCall, Scope, dotted
 from .values import DeviceValues
@@ -114,13 +114,15 @@ class Calls:
         """`xp.bincount(...)` where `xp = cp.get_array_module(x)`: CuPy's function of that name, when it waits.
 
         Array-agnostic code runs on CuPy when given CuPy arrays; what CuPy's
-        function then does, it does. Only the waits count: `xp.asarray(h)`
-        of such code may be a NumPy no-op, and is no copy to report.
+        function then does, it does. Only the waits count, and the downloads
+        (`xp.asnumpy(d)` gives a host array; on NumPy it gives back its
+        argument): `xp.asarray(h)` of such code may be a NumPy no-op, and is
+        no copy to report.
         """
         if not isinstance(func.value, cst.Name) or "cupy" not in self.names.libraries:
             return None
         api = self.apis.call(f"cupy.{func.attr.value}")
-        if api is None or api.kind != "sync":
+        if api is None or api.kind not in ("sync", "d2h"):
             return None
         return api if array_module_variable(self.names, self.names.name_of(func.value), scope) else None
 
@@ -174,6 +176,8 @@ class Calls:
         data = argument(call, api.arg, None) if api.arg is not None else receiver
         if kind == "h2d" and api.arg is None and self.values.device_at(receiver, self.names.call_at(call)):
             return None
+        if kind == "h2d" and api.method in ("to", "cuda") and module_object(self.names.idx, self.names, receiver, scope):
+            return None  # `self.mel.to(x.device)`: a module, moved once; later calls return it as it is
         if api.call is None and api.method in ("copy_from", "copy_to") and self._host_buffer(receiver, scope):
             kind = "d2h" if kind == "h2d" else "h2d"  # pinned.copy_from(dev_buf): the host buffer is the destination
         return Classified(api, kind, data)

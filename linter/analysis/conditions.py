@@ -16,6 +16,10 @@ import libcst as cst
 PERIODIC_HELPER = re.compile(r"itstime|every|^should_(?:log|save|eval\w*|print|checkpoint|validate|report)$|_due$|^time_to_")
 
 
+DEBUG_SWITCHES = frozenset({"check", "checks", "debug", "debug_mode", "sanity_check", "sanity_checks", "verify",
+                            "validate_inputs", "check_inputs", "paranoid", "strict_checks"})
+
+
 def helper_says_when(test: cst.BaseExpression) -> bool:
     """`u.itstime(...)`, `(keep := u.itstime(...)) or u.itstime(...)`, `should_log(s) and rank == 0`."""
     if isinstance(test, cst.NamedExpr):
@@ -29,6 +33,15 @@ def helper_says_when(test: cst.BaseExpression) -> bool:
         name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
         return bool(PERIODIC_HELPER.search(name))
     return False
+
+
+def debug_switch(test: cst.BaseExpression) -> bool:
+    """`if check:`, `if self.debug:`, `if args.sanity_checks:`: a switch for checks that are off unless a user
+    debugging turns them on (`check: bool = False`), so what it guards is no cost of an ordinary run."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return debug_switch(test.left) or debug_switch(test.right)
+    name = test.attr.value if isinstance(test, cst.Attribute) else test.value if isinstance(test, cst.Name) else ""
+    return name in DEBUG_SWITCHES
 
 
 def equalities(test: cst.BaseExpression, taken: bool, constants: bool = True) -> list[cst.Comparison]:

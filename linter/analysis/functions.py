@@ -59,6 +59,7 @@ class Functions:
         self.torch = any(q.split(".")[0] == "torch" for q in self.idx.aliases.values())
         self._qualnames: dict[int, str] = {}
         self._traced: set[str] | None = None
+        self._traced_only: set[str] | None = None
         self._summary: Summary | None = None
         self._hot: dict[str, Hot] | None = None
 
@@ -174,6 +175,41 @@ class Functions:
                             out.add(target)
             self._traced = out
         return self._traced
+
+    def traced_only(self, scope: Scope) -> bool:
+        """Does `scope` run only while JAX traces it: a traced function, a function defined inside one, or one
+        every call of which in the file is made by such (`get_obs(...)` of a `step_fn` passed to
+        `jax.jit(jax.vmap(step_fn))`)? Its Python loops unroll once, at trace time: no iteration runs later, and
+        `jnp.array([...])` of numbers there is a constant of the compiled program, not an upload."""
+        if not self.names.imports("jax"):
+            return False
+        if self._traced_only is None:
+            found = set(self.traced())
+            callers: dict[str, set[str | None]] = {}
+            for call in self.idx.calls:
+                callee = self.callee(call)
+                if callee is not None:
+                    callers.setdefault(callee, set()).add(self._owner(call.scope))
+            changed = True
+            while changed:
+                changed = False
+                for callee, owners in callers.items():
+                    if callee not in found and owners <= found:
+                        found.add(callee)
+                        changed = True
+            self._traced_only = found
+        s: Scope | None = scope
+        while s is not None and s.kind != "module":
+            if s.kind == "function" and self.qualname(s) in self._traced_only:
+                return True
+            s = s.parent
+        return False
+
+    def _owner(self, scope: Scope) -> str | None:
+        """The function a call is made in (through lambdas), None at module or class level."""
+        while scope.kind == "lambda" and scope.parent is not None:
+            scope = scope.parent
+        return self.qualname(scope) if scope.kind == "function" else None
 
     # -- the summary ---------------------------------------------------------------
 

@@ -8,12 +8,14 @@ the model computes.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import libcst as cst
 
+from .classes import method_class
 from .names import Names
-from .scopes import Scope
+from .scopes import ModuleIndex, Scope
 from .valuewords import ARRAY_MODULE_WORDS, array_module_name
 
 
@@ -50,3 +52,31 @@ def parameters_of_module(source: cst.BaseExpression) -> bool:
     """`model.parameters()`, `m.named_parameters()`: a torch module's weights, where the model computes."""
     return (isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute)
             and source.func.attr.value in ("parameters", "named_parameters"))
+
+
+# Classes whose instances are tensors, though their names are capitalised like a module's.
+TENSOR_CLASSES = re.compile(r"Tensor$|^Parameter$|^Buffer$|^Variable$")
+
+
+def module_object(idx: ModuleIndex, names: Names, expr: cst.BaseExpression, scope: Scope) -> bool:
+    """Is `expr` an object built by a class (`self.mel = MelSpectrogram(...)`, `self.losses = nn.ModuleList(...)`),
+    not an array? Its `.to(x.device)` moves its weights once and then returns it unchanged: no copy per call."""
+    if isinstance(expr, cst.Attribute):
+        owner = method_class(expr.value, scope)
+        if owner is None:
+            return False
+        values = [v for method, attr, v in idx.self_stores if method.parent is owner and attr == expr.attr.value]
+    elif isinstance(expr, cst.Name):
+        bindings = names.assignments(names.name_of(expr), scope)
+        values = [v for how, v in bindings if how == "="] if all(how == "=" for how, _ in bindings) else []
+    else:
+        return False
+    return bool(values) and all(_built_by_class(v) for v in values)
+
+
+def _built_by_class(value: object) -> bool:
+    if not isinstance(value, cst.Call):
+        return False
+    func = value.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+    return name[:1].isupper() and not TENSOR_CLASSES.search(name)

@@ -32,8 +32,8 @@ import libcst as cst
 
 from .calls import Calls
 from .children import children
-from .conditions import (and_parts, bounded, cleared, conjunct_comparisons, constant, counter_of, equalities,
-                         every_n, every_n_or_flag, expand_flags, first_k_of_n, helper_says_when)
+from .conditions import (and_parts, bounded, cleared, conjunct_comparisons, constant, counter_of, debug_switch,
+                         equalities, every_n, every_n_or_flag, expand_flags, first_k_of_n, helper_says_when)
 from .kernels import Kernels
 from .names import Names
 from .project import WRITES
@@ -265,8 +265,8 @@ class LoopFacts:
                 return True
             if taken and any(first_k_of_n(c) for c in conjunct_comparisons(test)):
                 return True  # `if (it % check_every) < cycle:`: a check every check_every iterations
-            if taken and helper_says_when(test):
-                return True  # a helper that says when to log or evaluate: `u.itstime(step, ...)`
+            if taken and (helper_says_when(test) or debug_switch(test)):
+                return True  # a helper that says when to log (`u.itstime(step, ...)`); `if check:`, off by default
         return False
 
     def counted_in(self, loop: Loop) -> frozenset[str]:

@@ -13,6 +13,7 @@ import libcst as cst
 
 from .apis import ApiIndex
 from .scopes import IndexedCall, ModuleIndex, Scope
+from .valuewords import array_module_name
 
 BUILTINS = frozenset(dir(builtins))
 OFFLOAD_NAMES = frozenset({"offload", "region", "kernel", "RawKernel", "In", "Out", "InOut", "Owned"})
@@ -28,6 +29,14 @@ class Names:
         self.apis = apis
         libs = {apis.modules[q.split(".")[0]] for q in idx.aliases.values() if q.split(".")[0] in apis.modules}
         libs |= {apis.modules[m.split(".")[0]] for m in idx.star_imports if m.split(".")[0] in apis.modules}
+        # `from aspire.numeric import xp`: the project's own array module, NumPy or CuPy as its configuration
+        # says; code written against it is read as `xp = cupy.get_array_module(x)` is, as code meant to run on
+        # CuPy. A library imported under such a name (`import numpy as xp`) is that library.
+        self.array_modules = frozenset(
+            local for local, qualname in idx.aliases.items()
+            if array_module_name(local) and "." in qualname and qualname.split(".")[0] not in apis.modules)
+        if self.array_modules:
+            libs.add("cupy")
         self.libraries = frozenset(libs)
         self._roots = frozenset(q.split(".")[0] for q in idx.aliases.values())
         self._defs: dict[int, Scope] | None = None
@@ -40,6 +49,8 @@ class Names:
     def qualify(self, expr: cst.BaseExpression) -> str | None:
         if isinstance(expr, cst.Name):
             name = expr.value
+            if name in self.array_modules:
+                return None  # a variable holding an array module, as `xp = get_array_module(x)` binds one
             qualname = self.idx.aliases.get(name)
             if qualname is not None:
                 return qualname

@@ -441,8 +441,8 @@ class DeviceValues:
             self.calls.forget()
 
     def _binding_taint(self, name: str, how: Binding, value: Any, scope: Scope) -> str | None:
-        if how == "=" and self._module_name(name, value):
-            return "cupy"
+        if how == "=" and self._module_name(name, value) or how == "import" and name in self.names.array_modules:
+            return "cupy"  # `xp = ndi.module()`, `from aspire.numeric import xp`: an array module, meant for CuPy
         if how in ("=", "aug", "item", "moved") and isinstance(value, cst.BaseExpression):
             return self.taint(value, scope)
         if how in ("for", "unpack") and isinstance(value, Unpack):

@@ -89,6 +89,8 @@ def is_mask(file: CheckedFile, expr: cst.BaseExpression, scope: Scope, depth: in
             if name == "astype" and expr.args and _names_bool(expr.args[0].value):
                 return True
         return False
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        return MASK_NAME.search(expr.attr.value) is not None  # `self.radial_mask`: what a class keeps its masks as
     if isinstance(expr, cst.Name):
         bindings = file.sem.names.assignments(file.sem.names.name_of(expr), scope)
         if any(how == "=" and _indices(file, v) for how, v in bindings):

@@ -25,6 +25,10 @@ from ..config.rules import RuleSettings
 from ..findings import Edit, Finding, Fix
 
 
+# The rules of per-iteration costs (copies, waits, metric reads): none holds in code JAX only traces.
+PER_RUN_RULES = ("OFF1", "OFF3")
+
+
 class CheckedFile:
     def __init__(
         self, source: str, index: ModuleIndex, sem: Semantics, settings: RuleSettings,
@@ -40,6 +44,7 @@ class CheckedFile:
         self._positions: Mapping[cst.CSTNode, CodeRange] | None = None
         self._line_starts: list[int] | None = None
         self._seen: set[tuple[str, int, int]] = set()
+        self._traced_spans: list[tuple[int, int]] | None = None
 
     @property
     def path(self) -> str:
@@ -102,7 +107,7 @@ class CheckedFile:
             return
         r = self.range(node)
         key = (code, r.start.line, r.start.column)
-        if key in self._seen:
+        if key in self._seen or code.startswith(PER_RUN_RULES) and self._traced(r.start.line):
             return
         self._seen.add(key)
         if self.line_label is not None:  # a notebook: "line 12" of the joined cells is "line 2 of cell 3"
@@ -113,6 +118,15 @@ class CheckedFile:
         self.findings.append(
             Finding(code, r.start.line, r.start.column + 1, r.end.line, r.end.column + 1, message, fix)
         )
+
+    def _traced(self, line: int) -> bool:
+        """Is the line in code that runs only while JAX traces it (`Functions.traced_only`)? What happens there
+        happens once, when the program compiles: no copy or wait of the traced code recurs per iteration."""
+        if self._traced_spans is None:
+            functions = self.sem.functions
+            self._traced_spans = [(r.start.line, r.end.line) for r in (
+                self.range(node) for node, scope in self.index.functions if functions.traced_only(scope))]
+        return any(start <= line <= end for start, end in self._traced_spans)
 
     def reported(self, code: str, node: cst.CSTNode) -> bool:
         """Has `code` been reported at `node` already (by a check that ran before)?"""

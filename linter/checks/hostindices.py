@@ -7,8 +7,13 @@ that indexes device buffers with a NumPy index array (`b_obs[mb_inds]`,
 `mb_inds` a slice of a NumPy permutation shuffled each epoch) uploads the
 index with a blocking copy on every minibatch; a permutation drawn on the
 device (`torch.randperm(n, device=...)`) leaves the indices where the
-buffers are. One finding per index and loop: the first subscript that
-uses it (the other subscripts of the same index are the same fix).
+buffers are. Positions NumPy computes without drawing them (`v[:, ind +
+np.arange(k)]` per angular order, in array-agnostic code run on CuPy) are
+copied the same way, a small blocking upload per gather: OFF108, made on
+the device once (`cupy.asarray(idx)` before the loop) or replaced by a
+slice where they are contiguous. One finding per index and loop: the
+first subscript that uses it (the other subscripts of the same index are
+the same fix).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.parameters import root_name
-from ..analysis.scopes import IndexedNode
+from ..analysis.scopes import IndexedNode, Scope, Unpack
 from .devicevalues import device_lib, short
 from .file import CheckedFile
 from .iteration import Iteration, iteration_of
@@ -29,11 +34,16 @@ TORCH_RANDOM = frozenset({"torch.randperm", "torch.randint"})
 # NumPy calls that shuffle an index array in place or draw one
 NUMPY_SHUFFLES = frozenset({"numpy.random.shuffle", "numpy.random.permutation", "numpy.random.choice",
                             "numpy.random.randint"})
+# NumPy functions that give integer positions to gather with (not drawn at random: those are OFF107's)
+NUMPY_POSITIONS = frozenset({"arange", "argsort", "flatnonzero", "nonzero", "unique", "ravel_multi_index",
+                             "argwhere"})
+POSITIONS_ADVICE = ("make the positions on the device once (`cupy.asarray(idx)` before the loop, or `cupy.arange`), "
+                    "or slice (`v[:, start:stop]`) where they are contiguous")
 REPLACEMENT = {"torch": "torch.randperm(n, device=...) (sliced per minibatch)",
                "cupy": "cupy.random.permutation(n) (sliced per minibatch)"}
 
 
-@check("OFF105", "OFF107")
+@check("OFF105", "OFF107", "OFF108")
 def host_indices(file: CheckedFile) -> None:
     said: set[tuple[int, str]] = set()
     for sub in file.index.subscripts:
@@ -72,6 +82,11 @@ def _report(file: CheckedFile, node: cst.Subscript, index: cst.BaseExpression,
         if file.enabled("OFF105"):
             file.report("OFF105", at, api=api, creator=creator,
                         replacement=f"{creator}(..., device={short(file, node.value)}.device)")
+    elif code == "OFF108":
+        if file.enabled("OFF108") and lib == "cupy" and not _numpy_made(file, node.value, it.scope):
+            file.report("OFF108", at, api=f"indexing the CuPy array `{short(file, node.value)}` with the NumPy "
+                        f"positions `{short(file, index)}`", values="them", where=it.where(file),
+                        advice=POSITIONS_ADVICE)
     elif file.enabled("OFF107"):
         per_call = it.loop is None or creator in TORCH_RANDOM_VALUES  # no minibatches to slice: draw it there
         replacement = f"{creator}(..., device={short(file, node.value)}.device)" if per_call and \
@@ -97,7 +112,44 @@ def _host_made(file: CheckedFile, index: cst.BaseExpression, sub: IndexedNode) -
     if name is None or (index is not name and not _sliced(index)):
         return None
     found = _numpy_random(file, name.value, sub, depth=0)
-    return None if found is None else (found[0], found[1], index)
+    if found is not None:
+        return found[0], found[1], index
+    return ("OFF108", "numpy", index) if _numpy_positions(file, index, sub.scope) else None
+
+
+def _numpy_made(file: CheckedFile, array: cst.BaseExpression, scope: Scope) -> bool:
+    """Is the indexed array (through subscripts) a name some binding gets from a NumPy call (`w, s =
+    numpy.linalg.eigh(t)`)? The device-value analysis answers for any binding; a NumPy result is the host's."""
+    name = root_name(array)
+    if name is None:
+        return False
+    for how, value in file.sem.names.assignments(file.sem.names.name_of(name), scope):
+        source = value.source if isinstance(value, Unpack) else value
+        if how in ("=", "unpack") and isinstance(source, cst.Call) and (
+                file.sem.names.qualify(source.func) or "").split(".")[0] == "numpy":
+            return True
+    return False
+
+
+def _numpy_positions(file: CheckedFile, expr: cst.BaseExpression, scope: Scope, depth: int = 0) -> bool:
+    """Is `expr` an integer array NumPy made: `np.arange(k)`, `ind + np.arange(k)`, `order[start:end]` of
+    `order = np.argsort(keys)`, or a name bound only to such?"""
+    if depth > 6:
+        return False
+    if isinstance(expr, cst.Call):
+        qualname = file.sem.names.qualify(expr.func) or ""
+        return qualname.split(".")[0] == "numpy" and qualname.rpartition(".")[2] in NUMPY_POSITIONS
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract)):
+        sides = (expr.left, expr.right)
+        return any(_numpy_positions(file, e, scope, depth + 1) for e in sides) and not any(
+            file.sem.values.device_lib(e, scope) for e in sides)
+    if isinstance(expr, cst.Subscript) and all(isinstance(e.slice, cst.Slice) for e in expr.slice):
+        return _numpy_positions(file, expr.value, scope, depth + 1)  # a batch of the positions
+    if isinstance(expr, cst.Name):
+        bindings = file.sem.names.assignments(file.sem.names.name_of(expr), scope)
+        return bool(bindings) and all(how == "=" and isinstance(value, cst.BaseExpression) and _numpy_positions(
+            file, value, scope, depth + 1) for how, value in bindings)
+    return False
 
 
 # methods and attributes that keep a tensor where it is: `rows[..., None]`, `rand.topk(k).indices`

@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.scopes import IndexedNode
+from ..analysis.scopes import IndexedNode, Scope
 from ..analysis.uses import path_to
 from .devicevalues import device_lib, is_mask, short
 from .file import CheckedFile
 from .iteration import iteration_of
-from .pythonvalues import LOOP_ADVICE
+from .pythonvalues import LOOP_ADVICE, PYTHON_VALUES
 from .registry import check
 
 ADVICE = {
@@ -39,6 +39,11 @@ ADVICE = {
     "torch": ("PyTorch counts the mask on the host before it indexes; use `torch.where(mask, a, b)`, a masked sum "
               "(`(a * mask).sum()`), or index with `mask.nonzero()` computed once"),
 }
+# A NumPy mask indexing a CuPy array is copied to the device and counted there on every use: two waits where
+# positions computed once on the device (or a device mask kept beside the host one) need none.
+HOST_MASK_ADVICE = ("CuPy uploads a NumPy mask and counts it before it indexes, every time; turn it into device "
+                    "positions once (`cupy.asarray(numpy.flatnonzero(mask))`) or keep a device copy of the mask "
+                    "and use `cupy.where`/`cupy.copyto(..., where=mask)`")
 COUNTS = frozenset({"numel", "nelement", "size", "__len__"})
 NONZERO = frozenset({"nonzero", "argwhere", "flatnonzero"})
 
@@ -112,7 +117,7 @@ def _list_index(file: CheckedFile, sub: IndexedNode) -> None:
     if file.sem.loops.periodic(sub.conds) or (it.loop is not None and _rare(file, sub)):
         return
     file.report("OFF108", node, api=f"indexing `{short(file, node.value)}` with the Python list "
-                f"`{short(file, lists[0])}`", where=it.where(file), advice=LOOP_ADVICE)
+                f"`{short(file, lists[0])}`", values=PYTHON_VALUES, where=it.where(file), advice=LOOP_ADVICE)
 
 
 def _mask_index(file: CheckedFile, sub: IndexedNode) -> None:
@@ -125,9 +130,9 @@ def _mask_index(file: CheckedFile, sub: IndexedNode) -> None:
     if it is None or not is_mask(file, mask, sub.scope):
         return
     mask_lib = device_lib(file, mask, sub.scope, it)
-    if mask_lib is None:
-        return
     lib = device_lib(file, node.value, sub.scope, it)
+    if mask_lib is None and (lib != "cupy" or not _host_mask(file, mask, sub.scope)):
+        return  # a host mask of a host array, or a "mask" of unknown making (a loop's `mask`, perhaps positions)
     if lib is None and mask_lib == "cupy":
         lib = mask_lib  # only a CuPy array takes a CuPy mask (NumPy refuses to convert it)
     if lib not in ADVICE:
@@ -137,8 +142,37 @@ def _mask_index(file: CheckedFile, sub: IndexedNode) -> None:
             return
     if file.sem.loops.periodic(sub.conds) or (it.loop is not None and _rare(file, sub)):
         return
+    if mask_lib is None:
+        file.report("OFF104", node, api=f"indexing the CuPy array `{short(file, node.value)}` with the host mask "
+                    f"`{short(file, mask)}` (uploaded, then counted)", where=it.where(file), advice=HOST_MASK_ADVICE)
+        return
     file.report("OFF104", node, api=f"indexing `{short(file, node.value)}` with the boolean mask "
                 f"`{short(file, mask)}`", where=it.where(file), advice=ADVICE[lib])
+
+
+def _host_mask(file: CheckedFile, expr: cst.BaseExpression, scope: Scope, depth: int = 0) -> bool:
+    """Is `expr` a boolean array the host makes: a comparison of host values, `~m`, `m & n` of such, NumPy's
+    `isnan(h)`, a class's `self.radial_mask`, or a name bound only to such? A name that is a mask only by what
+    it is called (`for ao, mask in blocks`) may hold device positions, and is not one."""
+    if depth > 6:
+        return False
+    values = file.sem.values
+    if isinstance(expr, cst.Comparison):
+        return is_mask(file, expr, scope) and values.device_lib(expr, scope) is None
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
+        return _host_mask(file, expr.expression, scope, depth + 1)
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)):
+        return _host_mask(file, expr.left, scope, depth + 1) and _host_mask(file, expr.right, scope, depth + 1)
+    if isinstance(expr, cst.Attribute):
+        return isinstance(expr.value, cst.Name) and expr.value.value == "self" and is_mask(file, expr, scope)
+    if isinstance(expr, cst.Call):
+        qualname = file.sem.names.qualify(expr.func) or ""
+        return qualname.split(".")[0] == "numpy" and is_mask(file, expr, scope)
+    if isinstance(expr, cst.Name):
+        bindings = file.sem.names.assignments(file.sem.names.name_of(expr), scope)
+        return bool(bindings) and all(how == "=" and isinstance(value, cst.BaseExpression) and _host_mask(
+            file, value, scope, depth + 1) for how, value in bindings)
+    return False
 
 
 def _mask_part(node: cst.Subscript) -> cst.BaseExpression | None:

@@ -38,6 +38,7 @@ def device_in_list(file: CheckedFile, call: IndexedCall, data: cst.BaseExpressio
 # Libraries whose upload of a Python list blocks the host until the device's queue is done (PyTorch copies
 # pageable memory with a stream sync, CuPy with a synchronous copy); JAX puts it on the device asynchronously.
 #: what OFF108 advises for values uploaded per iteration of a loop, and per call of a function every step runs
+PYTHON_VALUES = "Python values"  # what OFF108 says is uploaded, unless the index is NumPy's own positions
 LOOP_ADVICE = "collect the values and upload them once after the loop, or compute them on the device"
 CALL_ADVICE = ("create the value on the device (`x.new_zeros(())`, `torch.full((), v, device=x.device)`), or pass "
                "the Python number itself where the operation takes one")
@@ -186,8 +187,8 @@ def per_call(file: CheckedFile, call: IndexedCall, use: Classified) -> bool:
     calls = [c for c in file.index.calls if c.scope is call.scope and c is not call]
     if waits_anyway(file, calls):
         return False
-    file.report("OFF108", call.node, api=use.api.display, direction=use.direction, where=it.where(file),
-                advice=CALL_ADVICE)
+    file.report("OFF108", call.node, api=use.api.display, values=PYTHON_VALUES, direction=use.direction,
+                where=it.where(file), advice=CALL_ADVICE)
     return True
 
 

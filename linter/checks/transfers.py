@@ -30,7 +30,8 @@ from .file import CheckedFile
 from .constants import constant_data, once
 from .fixes import device_create_fix, hoist_fix
 from .iteration import iteration_of, over_ranks
-from .pythonvalues import BLOCKING_UPLOADS, LOOP_ADVICE, device_in_list, python_values, round_trip, waits_anyway
+from .pythonvalues import (BLOCKING_UPLOADS, LOOP_ADVICE, PYTHON_VALUES, device_in_list, python_values, round_trip,
+                           waits_anyway)
 from .pythonvalues import per_call as python_values_per_call
 from .registry import check
 
@@ -70,12 +71,12 @@ def transfers(file: CheckedFile) -> None:
             fix = hoist_fix(file, call, use) if file.enabled("OFF101") else None
             file.report("OFF101", call.node, fix, **fields, between="in the loop", advice="hoist it out")
         elif use.kind == "h2d" and device_in_list(file, call, use.data):
-            file.report("OFF108", call.node, **fields, advice=LOOP_ADVICE)  # torch.tensor([t_dev * k], device=...): read, then sent back
+            file.report("OFF108", call.node, **fields, values=PYTHON_VALUES, advice=LOOP_ADVICE)  # torch.tensor([t_dev * k], device=...): read, then sent back
         elif use.kind == "h2d" and use.data is not None and not once(call) and python_values(file, call, use.data):
             if file.options("OFF108").get("constants", False) or round_trip(file, call, use.data) or (
                     use.api.library in BLOCKING_UPLOADS and not over_ranks(file, loop) and not few(loop)
                     and not waits_anyway(file, loop.calls)):
-                file.report("OFF108", call.node, **fields, advice=LOOP_ADVICE)
+                file.report("OFF108", call.node, **fields, values=PYTHON_VALUES, advice=LOOP_ADVICE)
         elif not file.reported("OFF301", call.node):  # a metric's download is said once, as OFF301 (syncs.py)
             file.report("OFF106", call.node, **fields)
 
