@@ -68,6 +68,8 @@ class Summary:
     device_args: tuple[tuple[str, str, str], ...] = ()  # (callee, parameter, library or "host"): `arguments`
     # (callee, loop) of `roots` where every call of it in that loop only sums, records or prints what it returns
     metric_roots: tuple[tuple[str, int], ...] = ()
+    array_classes: tuple[tuple[str, str], ...] = ()  # record classes whose fields are device arrays -> library
+    annotated: tuple[tuple[str, str, str], ...] = ()  # (function, parameter, the class its annotation names)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from typing import Mapping
 
 import libcst as cst
 
+from .annotations import annotated_params, array_classes
 from .callgraph import Hot, HotKind, Summary, hot_functions
 from .loops import LoopFacts, few, over_axes, over_entries, over_parameters
 from .memoryblocks import by_memory
@@ -274,6 +275,8 @@ class Functions:
             edges=tuple(dict.fromkeys(edges)),
             device_args=() if self.values is None else device_args(self.idx, self.names, self.values, self.callee),
             metric_roots=tuple(key for key, metric in uses.items() if metric),
+            array_classes=array_classes(self.idx, self.names, self.qualname),
+            annotated=annotated_params(self.idx, self.names, self.qualname),
         )
         local = hot_functions([summary])
         self._summary = Summary(**{**summary.__dict__, "hot_here": tuple(sorted(local))})

@@ -46,13 +46,33 @@ def plain_summary(text: str, module_name: str, is_package: bool, path: str) -> t
     walker.body(tree.body, module_name, None)
     reexports = tuple((f"{module_name}.{name}", target) for name, target in aliases.items()
                       if target != name and is_package)
-    if not walker.roots and not walker.bases and not reexports:
+    annotated = _annotated(tree, module_name, walker)
+    if not walker.roots and not walker.bases and not reexports and not annotated:
         return None
     tests = any(name.split(".")[0] in ("pytest", "unittest") for name in aliases.values()) or any(
         n.startswith(("test_", "Test")) for n in defined)
     return Summary(functions=tuple(walker.functions), looping=tuple(sorted(set(walker.looping))),
                    bases=tuple(walker.bases.items()), roots=tuple(dict.fromkeys(walker.roots)),
-                   edges=tuple(dict.fromkeys(walker.edges)), reexports=reexports), tests
+                   edges=tuple(dict.fromkeys(walker.edges)), reexports=reexports, annotated=annotated), tests
+
+
+def _annotated(tree: ast.Module, module_name: str, walker: _Walker) -> tuple[tuple[str, str, str], ...]:
+    """(function, parameter, annotation) for parameters annotated with an imported class (`state: State`): a
+    viewer that imports no GPU library may still be handed the project's device records (`run.handed`). The
+    function is named by its own name under the module; the file is linted in full before anything is told."""
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for arg in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs):
+            annotation = arg.annotation
+            if isinstance(annotation, ast.Subscript) and isinstance(annotation.value, ast.Name) and \
+                    annotation.value.id == "Optional":
+                annotation = annotation.slice
+            name = walker.dotted(annotation, None, None) if annotation is not None else None
+            if name is not None and not name.startswith(("typing.", "builtins.")) and "." in name:
+                out.append((f"{module_name}.{node.name}", arg.arg, name))
+    return tuple(dict.fromkeys(out))
 
 
 class _Walker:
@@ -72,7 +92,7 @@ class _Walker:
         for node in statements:
             if isinstance(node, ast.ClassDef):
                 name = f"{prefix}.{node.name}"
-                bases = tuple(b for b in (self._dotted(e, None, None) for e in node.bases) if b)
+                bases = tuple(b for b in (self.dotted(e, None, None) for e in node.bases) if b)
                 if bases:
                     self.bases[name] = bases
                 self.body(node.body, name, name)
@@ -93,7 +113,7 @@ class _Walker:
             if isinstance(item, (ast.For, ast.AsyncFor, ast.While)):
                 loops += 1
             if isinstance(item, ast.Call):
-                callee = self._dotted(item.func, me, owner)
+                callee = self.dotted(item.func, me, owner)
                 if callee is not None:
                     if in_loop:
                         self.roots.append((callee, self.path, name, -1))
@@ -105,7 +125,7 @@ class _Walker:
         if loops:
             self.looping.append(name)
 
-    def _dotted(self, expr: ast.expr, me: str | None, owner: str | None) -> str | None:
+    def dotted(self, expr: ast.expr, me: str | None, owner: str | None) -> str | None:
         """The qualified name of a callee or base: `self.step` -> `Class.step`, imports resolved; else None."""
         parts: list[str] = []
         while isinstance(expr, ast.Attribute):

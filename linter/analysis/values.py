@@ -36,6 +36,7 @@ import libcst as cst
 from .names import Names
 from .parameters import bound_arg, forward_input, method_calls, positional_params
 from .classes import buffer_names, method_class, own_method
+from .annotations import local_record_lib
 from .arguments import handed_lib, host_rebound
 from .idioms import array_module
 from .reaching import host_arm, host_when_reached
@@ -459,7 +460,9 @@ class DeviceValues:
     def _param_taint(self, name: str, param: cst.Param, scope: Scope) -> str | None:
         if param.annotation is not None:
             qualname = self.names.qualify(param.annotation.annotation)
-            lib = ANNOTATIONS.get(qualname or "")
+            lib = ANNOTATIONS.get(qualname or "") or local_record_lib(self.names, param.annotation.annotation, scope)
+            if lib is None and self.handed:  # an array record of another file (`run.handed`)
+                lib = (self.handed.get(qualified_name(scope, self.idx.module_name)) or {}).get(name)
             if lib is not None:
                 return lib
         return self._param_from_calls(name, scope)

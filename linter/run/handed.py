@@ -5,14 +5,15 @@ name (`analysis.arguments`). Once every file is summarised, each call is
 resolved to the function it runs (`callgraph.Graph.resolve`: imports,
 constructors, inherited methods, held objects), and a parameter that some
 call gives a device value of one library, and no call a host value or
-another library's array, is handed to the function's file, which is then
+another library's array, is handed to the function's file, and so is a parameter annotated with one of
+the project's array records (`state: State`, `analysis.annotations`); the file is then
 linted again knowing it (`told` records what it was linted with, so a cached
 result is reused only while the project's callers stay the same).
 """
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Iterable, Mapping
 
 from ..analysis.arguments import HOST
 from ..analysis.callgraph import Graph, Hot, Summary
@@ -33,7 +34,7 @@ def project_params(done: Mapping[str, FileResult],
     called with device arrays by its users, whose code is not in the tree).
     """
     summaries = {path: r.summary for path, r in done.items() if isinstance(r.summary, Summary)}
-    if not any(s.device_args for s in summaries.values()):
+    if not any(s.device_args or s.array_classes for s in summaries.values()):
         return {}
     running = {q for path, s in summaries.items() for q in (*s.hot_here, *s.looping, *hot.get(path, {}))}
     graph = Graph(summaries.values())
@@ -50,12 +51,57 @@ def project_params(done: Mapping[str, FileResult],
     for (function, key), libs in seen.items():
         if len(libs) == 1 and HOST not in libs and function in running:
             handed.setdefault(function, {})[key] = next(iter(libs))
+    for function, name, lib in _annotated(summaries.values(), graph):
+        if function in running:
+            handed.setdefault(function, {}).setdefault(name, lib)
     out: dict[str, dict[str, dict[str, str]]] = {}
     for path, summary in summaries.items():
         mine = {q: handed[q] for q in summary.functions if q in handed}
         if mine:
             out[path] = mine
     return out
+
+
+def record_readers(plain: Mapping[str, FileResult], done: Mapping[str, FileResult]) -> list[str]:
+    """The files without GPU code (`plain`: their call-graph summaries) with a parameter annotated with one of the
+    project's array records (`def render(self, state: State)` in a viewer): they read device arrays, and are
+    linted in full."""
+    summaries = [r.summary for r in done.values() if isinstance(r.summary, Summary)]
+    if not any(s.array_classes for s in summaries):
+        return []
+    graph = Graph([*summaries, *(r.summary for r in plain.values() if isinstance(r.summary, Summary))])
+    return [path for path, r in plain.items() if isinstance(r.summary, Summary)
+            and r.summary.annotated and _annotated([*summaries, r.summary], graph, only=r.summary)]
+
+
+def _annotated(summaries: Iterable[Summary], graph: Graph,
+               only: Summary | None = None) -> list[tuple[str, str, str]]:
+    """(function, parameter, library) for each parameter annotated with a record class of the project whose fields
+    are device arrays (`state: State`, `State` in another module, or re-exported by a package); of `only`'s
+    parameters when given."""
+    summaries = list(summaries)
+    records = {name: lib for s in summaries for name, lib in s.array_classes}
+    if not records:
+        return []
+    out = []
+    for summary in (only,) if only is not None else summaries:
+        for function, name, annotation in summary.annotated:
+            lib = records.get(annotation)
+            if lib is None:
+                resolved = graph.resolve(annotation) or _sibling(annotation, records)
+                lib = records.get(resolved) if resolved is not None else None
+            if lib is not None:
+                out.append((function, name, lib))
+    return out
+
+
+def _sibling(annotation: str, records: Mapping[str, str]) -> str | None:
+    """The one record class of that name in the annotation's package: `sudoku.env.State` is `sudoku.types.State`
+    when `env` imports it from `types` (a module's own imports are not in the summaries)."""
+    package, _, name = annotation.rpartition(".")
+    package = package.rpartition(".")[0]
+    found = [r for r in records if r.rpartition(".")[2] == name and r.rpartition(".")[0].rpartition(".")[0] == package]
+    return found[0] if len(found) == 1 else None
 
 
 def told(params: Handed | None) -> tuple[str, ...]:

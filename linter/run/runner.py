@@ -46,7 +46,7 @@ from ..inputs.notebooks import CellMap, Notebook, NotebookError, is_notebook
 from ..inputs.source import DecodeError, UnreadableError, decode, read_source
 from .cache import Cache
 from .helpers import project_helpers
-from .handed import Handed, project_params
+from .handed import Handed, project_params, record_readers
 from .handed import told as told_params
 from .helpers import told as told_helpers
 from .workers import WorkerDied, die_with_parent
@@ -65,6 +65,7 @@ class Job:
     key: str
     encoding: str = "utf-8"
     cells: CellMap | None = None  # a notebook's cells; `text` is then their Python
+    admitted: bool = False  # no GPU library named, but it reads the project's device records: lint it anyway
 
     @property
     def may_export(self) -> bool:
@@ -201,7 +202,7 @@ def _lint_job(job: Job, sigs: dict, hot: Mapping[str, Hot] | None = None,  # typ
     return lint_text(
         job.text, _STATE["settings"], _STATE["apis"], kernels,
         path=job.display, module_name=job.module_name, is_package=job.is_package, cells=job.cells, hot=hot,
-        helpers=helpers, params=params,
+        helpers=helpers, params=params, prefilter=not job.admitted,
     )
 
 
@@ -225,6 +226,7 @@ class Runner:
         self.progress = progress and sys.stderr.isatty()
         self._pool: ProcessPoolExecutor | None = None
         self._plain: dict[str, FileResult] = {}  # summaries of files without GPU code, for the call graph only
+        self._plain_paths: dict[str, Path] = {}
 
     def __enter__(self) -> Runner:
         return self
@@ -292,6 +294,19 @@ class Runner:
         key = self.cache.key(data, module_name)
         return Job(path, display, module_name, is_package, decoded.text, key, decoded.encoding)
 
+    def _admit(self, displays: list[str]) -> list[Job]:
+        """Jobs for files the prefilter passed over that read the project's device records (`handed.record_readers`):
+        linted in full, whatever they import."""
+        out = []
+        for display in displays:
+            path = self._plain_paths[display]
+            data = read_source(path)
+            decoded = decode(data)
+            module_name, is_package = module_name_of(path)
+            out.append(Job(path, display, module_name, is_package, decoded.text,
+                           self.cache.key(data, module_name, kind="records"), decoded.encoding, admitted=True))
+        return out
+
     def _plain_summary(self, display: str, data: bytes, text: str, path: Path) -> None:
         """Keep the call-graph summary of a file without GPU code: its step loops may run other files' functions.
 
@@ -308,6 +323,7 @@ class Runner:
             self.cache.put(key, result)
         if result.summary is not None:
             self._plain[display] = result
+            self._plain_paths[display] = path
 
     def _read_notebook(self, path: Path, display: str, data: bytes, out: RunResult) -> Job | None:
         try:
@@ -360,6 +376,15 @@ class Runner:
         redo = second + stale
         fresh.update(zip((j.display for j in redo), self._map(redo, sigs)))
         done.update(fresh)
+        admitted = self._admit(record_readers(self._plain, done))
+        candidates += admitted
+        out.skipped -= len(admitted)
+        for job in admitted:
+            self._plain.pop(job.display, None)
+            hit = self.cache.get(job.key)
+            done[job.display] = hit if hit is not None else self._map([job], sigs)[0]
+            if hit is None:
+                fresh[job.display] = done[job.display]
         hots = _project_hot({**self._plain, **done}, self.drives)
         helpers = project_helpers(done, hots)
         params = project_params(done, hots)

@@ -1,0 +1,87 @@
+"""Elements of a device array tested on the host one at a time: OFF302 through a truth test, not a call.
+
+`for i ...: for j ...: v = board[i, j]; text = "" if v == -1 else ...`
+reads one element per iteration as surely as `int(board[i, j])` does:
+Python's truth test of the comparison copies the element to the host and
+waits for the device. A renderer that draws every cell of every frame so,
+or a host loop over a device array's entries, waits once per element; one
+`jax.device_get(board)` (or `.tolist()`, `.get()`) before the loop reads
+them all at once. The conversions (`int(v)`, `v.item()`) are `syncs`'s.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..analysis.scopes import Loop, Scope
+from .devicevalues import COMPARISONS, short
+from .file import CheckedFile
+from .registry import check
+from .syncs import element_source
+
+
+@check("OFF302")
+def element_tests(file: CheckedFile) -> None:
+    sem = file.sem
+    inner: dict[int, tuple[cst.CSTNode, Loop]] = {}
+    for loop in file.index.loops:  # outer loops first: an inner loop's tests are its own
+        if loop.kind == "comp":
+            continue
+        for node in _tests_in(loop.node):
+            inner[id(node)] = (node, loop)
+    branches = {id(b.node): b for b in file.index.branches}
+    for node, loop in inner.values():
+        branch = branches.get(id(node))
+        if branch is not None and sem.loops.rare_conds(branch.conds, loop):
+            continue
+        test = node.test if isinstance(node, (cst.If, cst.IfExp, cst.While)) else None
+        if test is None:
+            continue
+        for side, array in _element_sides(file, test, loop.scope, loop):
+            file.report("OFF302", side, api=f"the test `{short(file, test)}`", array=array,
+                        loop_line=file.line(loop.node))
+            break
+
+
+def _tests_in(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The `if`, `while` and conditional expressions under a loop's node (the loop's own `while` included)."""
+    found: list[cst.CSTNode] = []
+
+    class Finder(cst.CSTVisitor):
+        def on_visit(self, n: cst.CSTNode) -> bool:
+            if isinstance(n, (cst.If, cst.IfExp, cst.While)):
+                found.append(n)
+            return not isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
+
+    node.visit(Finder())
+    return found
+
+
+def _element_sides(file: CheckedFile, test: cst.BaseExpression, scope: Scope,
+                   loop: Loop) -> list[tuple[cst.BaseExpression, str]]:
+    """The sides of the test's comparisons that are one element of a device array the loop walks."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _element_sides(file, test.expression, scope, loop)
+    if isinstance(test, cst.BooleanOperation):
+        return _element_sides(file, test.left, scope, loop) + _element_sides(file, test.right, scope, loop)
+    if not isinstance(test, cst.Comparison) or not all(isinstance(c.operator, COMPARISONS) for c in test.comparisons):
+        return []
+    out = []
+    for side in (test.left, *(c.comparator for c in test.comparisons)):
+        array = _element(file, side, scope, loop)
+        if array is not None:
+            out.append((side, array))
+    return out
+
+
+def _element(file: CheckedFile, side: cst.BaseExpression, scope: Scope, loop: Loop) -> str | None:
+    """`board[i, j]`, or a name bound once to it in the loop (`v = board[i, j]`): the array, when it is on the
+    device and the loop walks it."""
+    value: cst.BaseExpression = side
+    if isinstance(side, cst.Name):
+        bindings = file.sem.names.assignments(file.sem.names.name_of(side), scope)
+        if len(bindings) == 1 and bindings[0][0] == "=" and isinstance(bindings[0][1], cst.Subscript):
+            value = bindings[0][1]
+    if not isinstance(value, cst.Subscript) or file.sem.values.device_lib(value.value, scope) is None:
+        return None
+    return element_source(file, scope, loop, value)
