@@ -33,6 +33,9 @@ HOST_METHODS = frozenset({
 # Methods whose results are host objects whatever they are called on or given: `load_state_dict`'s missing and
 # unexpected key names, strings.
 HOST_RESULTS = frozenset({"load_state_dict", "join", "format", "startswith", "endswith"})
+# A checkpoint loader's result is a dict of state dicts and numbers (`ckpt["steps_run"]`), as `torch.load`'s is:
+# `client.load_base_checkpoint()`, `checkpointer.load_checkpoint(model)`, `load_distributed_checkpoint(...)`.
+CHECKPOINT_LOADER = re.compile(r"^load_(?:\w+_)?(?:checkpoint|ckpt)$")
 # String methods: given a string (`s.split(",")`), the receiver is a string and so are the results
 # (`t.split(2)` of a tensor gives tensors).
 STR_METHODS = frozenset({"split", "rsplit", "replace", "strip", "lstrip", "rstrip", "partition", "rpartition"})
@@ -128,7 +131,7 @@ def random_key(arg: cst.Arg) -> bool:
 def string_or_host_result(func: cst.Attribute, call: cst.Call) -> bool:
     """`m.load_state_dict(sd)`, `", ".join(names)`, `s.split(",")`: a method call whose result is a host object."""
     name = func.attr.value
-    if name in HOST_RESULTS:
+    if name in HOST_RESULTS or CHECKPOINT_LOADER.match(name):
         return True
     return name in STR_METHODS and bool(call.args) and isinstance(
         call.args[0].value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
