@@ -25,6 +25,11 @@ from .valuewords import ANNOTATIONS, MAYBE
 # in a record JAX steps carry).
 FIELD_ANNOTATIONS = {**ANNOTATIONS, "chex.Array": "jax", "chex.ArrayDevice": "jax"}
 
+# Field types that say a record holds host objects as well (names, lists, callables): such a class is a
+# configuration with arrays in it, not a record of arrays. A number (`step_count: int`) is a leaf like the rest.
+HOST_FIELD_TYPES = frozenset({"str", "bytes", "list", "dict", "tuple", "set", "List", "Dict", "Tuple", "Set",
+                              "Sequence", "Mapping", "Callable", "Iterable"})
+
 ArrayClass = tuple[str, str]  # (class, library)
 Annotated = tuple[str, str, str]  # (function, parameter, annotation's qualified name)
 
@@ -42,10 +47,20 @@ def field_lib(names: Names, node: cst.ClassDef) -> str | None:
             continue
         for small in statement.body:
             if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                if _host_type(names, small.annotation.annotation):
+                    return None  # `link_types: str`: a configuration with arrays in it, not a record of arrays
                 lib = _annotation_lib(names, small.annotation.annotation)
                 if lib is not None:
                     found.add(lib)
     return found.pop() if len(found) == 1 else None
+
+
+def _host_type(names: Names, annotation: cst.BaseExpression) -> bool:
+    """`str`, `int`, `Sequence[int]`, `dict`, `Callable[...]`: a field the host holds."""
+    target = annotation.value if isinstance(annotation, cst.Subscript) else annotation
+    qualname = names.qualify(target) if isinstance(target, (cst.Name, cst.Attribute)) else None
+    return (qualname or "").rpartition(".")[2] in HOST_FIELD_TYPES and (qualname or "").split(".")[0] in (
+        "builtins", "typing", "collections")
 
 
 def array_classes(idx: ModuleIndex, names: Names, qualname: Callable[[Scope], str]) -> tuple[ArrayClass, ...]:

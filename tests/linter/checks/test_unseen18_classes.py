@@ -103,3 +103,27 @@ def draw(board: np.ndarray, n: int) -> list:
     return out
 """
     assert codes(code, select=["OFF302"]) == []
+
+
+def test_a_configuration_holding_arrays_and_host_fields_is_no_record() -> None:
+    """`link_types: str` beside `dt: jax.Array`: the class is a system description, not a record of arrays; its
+    string fields are the host's (`for t in sys.link_types: order = kinds.index(t)`)."""
+    code = """
+import jax
+from flax import struct
+
+
+class System(struct.PyTreeNode):
+    dt: jax.Array
+    link_types: str
+
+
+def orders(sys: System, kinds: list) -> list:
+    out = []
+    for t in sys.link_types:
+        order = kinds.index(t)
+        while order >= len(out):
+            out.append([])
+    return out
+"""
+    assert codes(code, select=["OFF104", "OFF302"]) == []
