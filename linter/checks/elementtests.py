@@ -66,8 +66,11 @@ def _element_sides(file: CheckedFile, test: cst.BaseExpression, scope: Scope,
         return _element_sides(file, test.left, scope, loop) + _element_sides(file, test.right, scope, loop)
     if not isinstance(test, cst.Comparison) or not all(isinstance(c.operator, COMPARISONS) for c in test.comparisons):
         return []
+    sides = (test.left, *(c.comparator for c in test.comparisons))
+    if any(isinstance(side, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)) for side in sides):
+        return []  # `keys[t] == "device"`: strings, whatever the analysis thinks `keys` is
     out = []
-    for side in (test.left, *(c.comparator for c in test.comparisons)):
+    for side in sides:
         array = _element(file, side, scope, loop)
         if array is not None:
             out.append((side, array))

@@ -127,3 +127,18 @@ def orders(sys: System, kinds: list) -> list:
     return out
 """
     assert codes(code, select=["OFF104", "OFF302"]) == []
+
+
+def test_an_element_compared_with_a_string_is_a_host_value() -> None:
+    code = """
+import jax
+
+
+def on_device(keys: jax.Array, tensors: list) -> list:
+    out = []
+    for t in tensors:
+        if keys[t] == "device":
+            out.append(t)
+    return out
+"""
+    assert codes(code, select=["OFF302"]) == []
