@@ -23,14 +23,11 @@ from .syncs import element_source
 @check("OFF302")
 def element_tests(file: CheckedFile) -> None:
     sem = file.sem
-    inner: dict[int, tuple[cst.CSTNode, Loop]] = {}
-    for loop in file.index.loops:  # outer loops first: an inner loop's tests are its own
-        if loop.kind == "comp":
-            continue
-        for node in _tests_in(loop.node):
-            inner[id(node)] = (node, loop)
+    loops = {id(loop.node): loop for loop in file.index.loops if loop.kind != "comp"}
+    if not loops:
+        return
     branches = {id(b.node): b for b in file.index.branches}
-    for node, loop in inner.values():
+    for node, loop in _tests_in([loop for loop in file.index.loops if loop.parent is None], loops):
         branch = branches.get(id(node))
         if branch is not None and sem.loops.rare_conds(branch.conds, loop):
             continue
@@ -43,18 +40,30 @@ def element_tests(file: CheckedFile) -> None:
             break
 
 
-def _tests_in(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """The `if`, `while` and conditional expressions under a loop's node (the loop's own `while` included)."""
-    found: list[cst.CSTNode] = []
+def _tests_in(outermost: list[Loop], loops: dict[int, Loop]) -> list[tuple[cst.CSTNode, Loop]]:
+    """Every `if`, `while` and conditional expression inside a loop of its own function, with the innermost such
+    loop (a loop's own `while` test belongs to it): one walk of each outermost loop, nothing outside loops."""
+    found: dict[int, tuple[cst.CSTNode, Loop]] = {}
+    stack: list[Loop | None] = [None]
 
     class Finder(cst.CSTVisitor):
         def on_visit(self, n: cst.CSTNode) -> bool:
-            if isinstance(n, (cst.If, cst.IfExp, cst.While)):
-                found.append(n)
-            return not isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
+            loop = loops.get(id(n))
+            if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                stack.append(None)  # a function defined in a loop runs when it is called, not per iteration
+            elif loop is not None:
+                stack.append(loop)
+            if isinstance(n, (cst.If, cst.IfExp, cst.While)) and stack[-1] is not None:
+                found[id(n)] = (n, stack[-1])  # a loop of a function defined in a loop is walked twice
+            return True
 
-    node.visit(Finder())
-    return found
+        def on_leave(self, n: cst.CSTNode) -> None:
+            if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) or id(n) in loops:
+                stack.pop()
+
+    for loop in outermost:
+        loop.node.visit(Finder())
+    return list(found.values())
 
 
 def _element_sides(file: CheckedFile, test: cst.BaseExpression, scope: Scope,
