@@ -300,8 +300,11 @@ class Runner:
         out = []
         for display in displays:
             path = self._plain_paths[display]
-            data = read_source(path)
-            decoded = decode(data)
+            try:
+                data = read_source(path)
+                decoded = decode(data)
+            except (UnreadableError, DecodeError):
+                continue  # gone or changed since it was read: it stays a file without GPU code, as it was then
             module_name, is_package = module_name_of(path)
             out.append(Job(path, display, module_name, is_package, decoded.text,
                            self.cache.key(data, module_name, kind="records"), decoded.encoding, admitted=True))

@@ -142,3 +142,16 @@ def on_device(keys: jax.Array, tensors: list) -> list:
     return out
 """
     assert codes(code, select=["OFF302"]) == []
+
+
+def test_a_warm_run_reads_the_viewer_from_the_cache_and_says_the_same(tmp_path: Path) -> None:
+    files = {"game/__init__.py": "", "game/types.py": TYPES, "game/viewer.py": VIEWER}
+    for name, code in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(code))
+    cache = tmp_path / ".cache"
+    runs = [run_cli("--format", "json", "--cache-dir", str(cache), "--select", "OFF302", ".", cwd=tmp_path)
+            for _ in range(2)]
+    found = [[(f["path"], f["line"]) for f in json.loads(p.stdout)] for p in runs]
+    assert found[0] == found[1] == [("game/viewer.py", 12)]
