@@ -56,7 +56,7 @@ def field_lib(names: Names, node: cst.ClassDef) -> str | None:
 
 
 def _host_type(names: Names, annotation: cst.BaseExpression) -> bool:
-    """`str`, `int`, `Sequence[int]`, `dict`, `Callable[...]`: a field the host holds."""
+    """`str`, `Sequence[int]`, `dict`, `Callable[...]`: a field the host holds (a number is a leaf like an array)."""
     target = annotation.value if isinstance(annotation, cst.Subscript) else annotation
     qualname = names.qualify(target) if isinstance(target, (cst.Name, cst.Attribute)) else None
     return (qualname or "").rpartition(".")[2] in HOST_FIELD_TYPES and (qualname or "").split(".")[0] in (

@@ -462,7 +462,7 @@ class DeviceValues:
             qualname = self.names.qualify(param.annotation.annotation)
             lib = ANNOTATIONS.get(qualname or "") or local_record_lib(self.names, param.annotation.annotation, scope)
             if lib is None and self.handed:  # an array record of another file (`run.handed`)
-                lib = (self.handed.get(qualified_name(scope, self.idx.module_name)) or {}).get(name)
+                lib = handed_lib(self.handed, qualified_name(scope, self.idx.module_name), name, [])
             if lib is not None:
                 return lib
         return self._param_from_calls(name, scope)

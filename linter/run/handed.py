@@ -51,9 +51,12 @@ def project_params(done: Mapping[str, FileResult],
     for (function, key), libs in seen.items():
         if len(libs) == 1 and HOST not in libs and function in running:
             handed.setdefault(function, {})[key] = next(iter(libs))
-    for function, name, lib in _annotated(summaries.values(), graph):
-        if function in running:
-            handed.setdefault(function, {}).setdefault(name, lib)
+    records = _records(summaries.values())
+    for summary in summaries.values() if records else ():
+        for function, name, annotation in summary.annotated:
+            lib = _record_lib(annotation, records, graph) if function in running else None
+            if lib is not None:
+                handed.setdefault(function, {}).setdefault(name, lib)
     out: dict[str, dict[str, dict[str, str]]] = {}
     for path, summary in summaries.items():
         mine = {q: handed[q] for q in summary.functions if q in handed}
@@ -67,32 +70,28 @@ def record_readers(plain: Mapping[str, FileResult], done: Mapping[str, FileResul
     project's array records (`def render(self, state: State)` in a viewer): they read device arrays, and are
     linted in full."""
     summaries = [r.summary for r in done.values() if isinstance(r.summary, Summary)]
-    if not any(s.array_classes for s in summaries):
-        return []
-    graph = Graph([*summaries, *(r.summary for r in plain.values() if isinstance(r.summary, Summary))])
-    return [path for path, r in plain.items() if isinstance(r.summary, Summary)
-            and r.summary.annotated and _annotated([*summaries, r.summary], graph, only=r.summary)]
-
-
-def _annotated(summaries: Iterable[Summary], graph: Graph,
-               only: Summary | None = None) -> list[tuple[str, str, str]]:
-    """(function, parameter, library) for each parameter annotated with a record class of the project whose fields
-    are device arrays (`state: State`, `State` in another module, or re-exported by a package); of `only`'s
-    parameters when given."""
-    summaries = list(summaries)
-    records = {name: lib for s in summaries for name, lib in s.array_classes}
+    records = _records(summaries)
     if not records:
         return []
-    out = []
-    for summary in (only,) if only is not None else summaries:
-        for function, name, annotation in summary.annotated:
-            lib = records.get(annotation)
-            if lib is None:
-                resolved = graph.resolve(annotation) or _sibling(annotation, records)
-                lib = records.get(resolved) if resolved is not None else None
-            if lib is not None:
-                out.append((function, name, lib))
-    return out
+    readers = {path: r.summary for path, r in plain.items() if isinstance(r.summary, Summary) and r.summary.annotated}
+    graph = Graph([*summaries, *readers.values()])
+    return [path for path, summary in readers.items()
+            if any(_record_lib(annotation, records, graph) for _, _, annotation in summary.annotated)]
+
+
+def _records(summaries: Iterable[Summary]) -> dict[str, str]:
+    """The project's array records: class -> the library of its fields."""
+    return {name: lib for s in summaries for name, lib in s.array_classes}
+
+
+def _record_lib(annotation: str, records: Mapping[str, str], graph: Graph) -> str | None:
+    """The library of the array record an annotation names (`state: State`, `State` in another module, re-exported
+    by a package, or imported by a sibling module), if it names one."""
+    lib = records.get(annotation)
+    if lib is None:
+        resolved = graph.resolve(annotation) or _sibling(annotation, records)
+        lib = records.get(resolved) if resolved is not None else None
+    return lib
 
 
 def _sibling(annotation: str, records: Mapping[str, str]) -> str | None:
