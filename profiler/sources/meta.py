@@ -39,6 +39,7 @@ def recorded_meta(
     exit_code: int = 0,
     link: Link | None = None,
     estimated: Sequence[str] = (),
+    exits_ns: tuple[int, int] = (0, 0),
 ) -> Meta:
     """The `Meta` of a run this process recorded: the given facts plus version, folder, Python and host."""
     return Meta(
@@ -58,6 +59,7 @@ def recorded_meta(
         exit_code=exit_code,
         link=link,
         estimated=tuple(estimated),
+        exits_ns=exits_ns,
     )
 
 

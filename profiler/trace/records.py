@@ -285,7 +285,11 @@ class Meta:
     sampled, `launch.site` when CUPTI sampled launch call sites); every
     other figure was measured. `dropped` counts the records the run made
     past `offload-prof run --max-records` and did not keep (the trace
-    holds the first ones of each process).
+    holds the first ones of each process). `exits_ns` holds what the CUPTI
+    tracer timed of its own work after a host wait ended, as the medians
+    over the run of (a host sync's, a synchronous copy's) exit callbacks
+    (ns; 0 where nothing was timed): the replay sets that much aside after
+    each such wait rather than a share of the link's calibrated average.
     """
 
     backend: str
@@ -308,6 +312,7 @@ class Meta:
     processes: tuple[Process, ...] = ()
     estimated: tuple[str, ...] = ()
     dropped: int = 0
+    exits_ns: tuple[int, int] = (0, 0)
 
 
 def relative_file(file: str, cwd: str) -> str:

@@ -204,6 +204,10 @@ def asdict_meta(meta: Meta) -> dict[str, Any]:
     out["estimated"] = list(meta.estimated)
     if not meta.dropped:  # a run that kept all it recorded: its files stay as they were
         del out["dropped"]
+    if any(meta.exits_ns):
+        out["exits_ns"] = list(meta.exits_ns)
+    else:  # likewise, a run whose tracer timed no wait's exit (offload_core's recorder, older traces)
+        del out["exits_ns"]
     if out.get("link") is not None and out["link"].get("digest_small_gbps") is None:  # likewise, uncalibrated
         del out["link"]["digest_small_gbps"]
     return out
@@ -308,6 +312,9 @@ class Reader:
         dropped = opt("dropped", int, 0)
         if not 0 <= dropped <= INT64_MAX:
             raise self.fail(f"'meta.dropped' is {shown(dropped)}, outside 0 to 2^63-1 records")
+        exits = opt("exits_ns", list, [0, 0])
+        if len(exits) != 2 or not all(_is_int(v) and 0 <= v <= INT64_MAX for v in exits):
+            raise self.fail("'meta.exits_ns' must be an array of two integers from 0 to 2^63-1 (ns)")
         link = m.get("link")
         return Meta(
             backend=self.need(m, "backend", str, "meta."),
@@ -330,6 +337,7 @@ class Reader:
             processes=tuple(self.process(n, p) for n, p in enumerate(opt("processes", list, []))),
             estimated=strings("estimated"),
             dropped=dropped,
+            exits_ns=(exits[0], exits[1]),
         )
 
     def process(self, n: int, p: Any) -> Process:

@@ -177,6 +177,10 @@ def test_schema_1_integers_beyond_64_bits_are_refused_by_the_commands(
     (lambda m: m.update(link=None, backend=None), "'meta.backend' must be a string, got null"),
     (lambda m: m.update(dropped=-5), "'meta.dropped' is -5, outside 0 to 2^63-1 records"),
     (lambda m: m.update(dropped="many"), "'meta.dropped' must be an integer, got a string"),
+    (lambda m: m.update(exits_ns=[5]), "'meta.exits_ns' must be an array of two integers from 0 to 2^63-1 (ns)"),
+    (lambda m: m.update(exits_ns=[5, -1]), "'meta.exits_ns' must be an array of two integers from 0 to 2^63-1 (ns)"),
+    (lambda m: m.update(exits_ns=[5, 1.5]), "'meta.exits_ns' must be an array of two integers from 0 to 2^63-1 (ns)"),
+    (lambda m: m.update(exits_ns="fast"), "'meta.exits_ns' must be an array, got a string"),
 ])
 def test_meta_out_of_range_or_unknown_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], edit, message: str) -> None:  # type: ignore[no-untyped-def]
     doc = good_run().to_json()

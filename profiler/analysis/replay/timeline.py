@@ -79,7 +79,11 @@ lists the assumptions:
   of the driver call nested in it (on an idle device a sync that costs a
   fraction of a microsecond unrecorded spans 9-13 µs recorded, H100,
   2026-12-06): its cost lies first in its own span beyond the wait
-  (`cost_recording`, taken off its `cost`), the rest after it. A fix that
+  (`cost_recording`, taken off its `cost`), the rest after it. What lies
+  after a sync's or a held copy's wait (the exit callbacks) the tracer
+  times in the run (`Meta.exits_ns`); where it did, that figure lies
+  after the record, beyond the calibrated average if need be, and the
+  average's rest before it. A fix that
   drops the copy and the sync of a scalar read then takes their
   recording's cost with it rather than counting it as saved (CuPy's
   per-step `float(res)`, host-bound, was priced 67% high). A fix is
@@ -205,7 +209,8 @@ class Timeline:
         return _infer(roles, engines, starts, durations, blocking, run.meta.wall_ns, _joined(run, same_call).tolist(),
                       recording_costs(run).tolist(), (c.fingerprint >= 0).tolist(), c.process.tolist(),
                       digest_costs(run).tolist() if run.meta.backend == "cupti" else None,
-                      settles.tolist(), same_call.tolist(), (c.kind == KINDS.index("launch")).tolist())
+                      settles.tolist(), same_call.tolist(), (c.kind == KINDS.index("launch")).tolist(),
+                      run.meta.exits_ns)
 
 
 def recording_costs(run: Run) -> np.ndarray:
@@ -278,11 +283,13 @@ def _joined(run: Run, same_call: np.ndarray | None = None) -> np.ndarray:
 def _infer(roles: list[int], engines: list[int], starts: list[int], durations: list[int], blocking: list[bool],
            wall_ns: int, joined: list[bool], costs: list[int], digested: list[bool], processes: list[int],
            digests: list[int] | None = None, settles: list[bool] | None = None, same_call: list[bool] | None = None,
-           launches: list[bool] | None = None) -> Timeline:
+           launches: list[bool] | None = None, exits: tuple[int, int] = (0, 0)) -> Timeline:
     """The inference of `Timeline.of`; `digests`: the digest part of each record's cost, where the rest of it is
     the call's, spent as the call is made (CUPTI's callbacks; a sync's first within its own span), not where the
     digest lies; `settles`: uploads the host waits for at the end of their call (`same_call`: records of the call
-    of the record before them; `launches`: kernel launches, after which a launch's own host-side record ends it)."""
+    of the record before them; `launches`: kernel launches, after which a launch's own host-side record ends it);
+    `exits`: what the tracer timed of its exit callbacks after a sync's and a held copy's wait (`Meta.exits_ns`),
+    which lies after the record whatever the calibration says (0: not timed, the calibrated rest lies there)."""
     n = len(roles)
     settles = [False] * n if settles is None else list(settles)
     same_call = [False] * n if same_call is None else same_call
@@ -376,10 +383,11 @@ def _infer(roles: list[int], engines: list[int], starts: list[int], durations: l
     late = [0 if w == _BEFORE else c for w, c in zip(when, costs)]
     inside = [0] * n
     if digests is not None:  # CUPTI: a copy's callbacks ran at its call, a sync's nested ones within its span
+        sync_exit, copy_exit = exits
         inside = [(c if c < k else k) if r == WAIT else 0 for r, c, k in zip(roles, costs, cost)]
-        late = [c - k if r == WAIT else (x if x < c else c) if w != _BEFORE else 0
-                for w, r, c, k, x in zip(when, roles, costs, inside, digests)]
-    early = [c - x - k for c, x, k in zip(costs, late, inside)]
+        late = [(sync_exit or c - k) if r == WAIT else (x if x < c else c) + (copy_exit if h else 0)
+                if w != _BEFORE else 0 for w, r, h, c, k, x in zip(when, roles, holds, costs, inside, digests)]
+    early = [c - x - k if c > x + k else 0 for c, x, k in zip(costs, late, inside)]
     recording = _set_aside(gap, early, late, when, roles)
     settle_wait = [-1] * n
     for i, at in enumerate(settle_at):

@@ -119,6 +119,10 @@ class Capture:
     syncs: tuple[Sync, ...] = ()
     dropped: int = 0
     errors: tuple[str, ...] = ()
+    #: per host sync, and per synchronous copy, the time (ns) the tracer's own exit callbacks took after the host's
+    #: wait ended (the tracer's module docstring)
+    sync_exits: tuple[int, ...] = ()
+    copy_exits: tuple[int, ...] = ()
 
 
 def _column(rows: Any, name: str, default: int | None = None) -> list[int]:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Sequence, Union
 
 from ...trace.columns import ColumnsBuilder, RecordTable
@@ -156,8 +156,7 @@ def convert(capture: Capture, mode: str = "batched",
         if names:
             kernels = tuple(Kernel(k.correlation, names.get(k.name, k.name), k.start, k.end, k.stream, k.device)
                             for k in capture.kernels)
-            capture = Capture(capture.t0, capture.t1, capture.calls, capture.copies, capture.memsets, kernels,
-                              capture.syncs, capture.dropped, capture.errors)
+            capture = replace(capture, kernels=kernels)
     calls = capture.calls
     t0 = capture.t0
     order: list[tuple[int, int, int, Activity, ApiCall | None]] = []

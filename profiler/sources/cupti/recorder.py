@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import heapq
 import linecache
+import statistics
 import time
 from dataclasses import replace
 from importlib import metadata
@@ -169,7 +170,8 @@ class CuptiRecorder:
                              started_at=self._started_at, wall_ns=capture.t1 - capture.t0,
                              fingerprints=self.fingerprints, command=command, argv=argv, outcome=outcome,
                              exit_code=exit_code, link=link,
-                             estimated=("launch.site",) if converted.inferred_sites else ())
+                             estimated=("launch.site",) if converted.inferred_sites else (),
+                             exits_ns=(_median(capture.sync_exits), _median(capture.copy_exits)))
         return Run(meta, self._with_collectives(converted.records))
 
     def _with_collectives(self, records: Sequence[Record]) -> Sequence[Record]:
@@ -204,6 +206,11 @@ class CuptiRecorder:
         if unheard:
             out.append(f"warning: {unheard}")
         return out
+
+
+def _median(values: Sequence[int]) -> int:
+    """The median of `values` (ns), 0 for none."""
+    return int(statistics.median_low(values)) if values else 0
 
 
 def _version(dist: str) -> str:

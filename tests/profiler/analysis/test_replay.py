@@ -362,6 +362,38 @@ def test_a_host_bound_scalar_reads_recording_is_not_a_saving() -> None:
         "uncalibrated: the least host time seen before a read, its copy and its sync, recording and all"
 
 
+def _item_per_step(exits_ns: tuple[int, int]) -> Run:
+    """PyTorch's `.item()` every step of a device-bound loop (CUPTI): a 100 µs kernel, its 1 µs pinned download, the
+    sync the read entered 20 µs in, whose span ends 2 µs after the copy; then the tracer's exit callbacks and 10 µs
+    of the program before the next launch, 18 µs in all. Calibrated at 5 µs a record."""
+    h = Hand(backend="cupti")
+    for step in range(5):
+        t = 121 * step
+        h.kernel(t, 100)
+        h.copy("d2h", t + 100, 1, nbytes=4, line=13)
+        h.sync(t + 20, 83, line=13)
+    run = _with_link(h.run(5 * 121), cupti_launch_us=0.0, cupti_event_us=5.0)
+    return Run(replace(run.meta, exits_ns=exits_ns), run.records)
+
+
+def test_the_exit_callbacks_the_tracer_timed_lie_after_the_wait() -> None:
+    """The calibrated average puts 2 of a sync's 5 µs in its span and 3 after it; the tracer timed 8 µs of exit
+    callbacks after each wait: that much lies after the sync, where it delays the next launch of a device-bound loop,
+    and the read's saving is priced without it."""
+    guessed, timed = (assert_replays_itself(_item_per_step(e)) for e in ((0, 0), (8_000, 0)))
+    run = _item_per_step((8_000, 0))
+    syncs = [i for i, r in enumerate(run.records) if r.kind == "sync"]
+    launches = [i for i, r in enumerate(run.records) if r.kind == "launch"]
+    assert [guessed.recording[k] for k in launches[1:]] == [3 * US] * 4
+    assert [timed.recording[k] for k in launches[1:]] == [8 * US] * 4
+    assert [timed.cost_recording[k] for k in syncs] == [2 * US] * 5, "the span's share stays the calibrated one"
+    assert replayed_wall(guessed) == (5 * 121 - 4 * (2 + 3) - 2) * US
+    assert replayed_wall(timed) == (5 * 121 - 4 * (2 + 8) - 2) * US
+    fix = drop_syncs(run, syncs[:-1])
+    assert saving(timed, fix) == 4 * (121 - 100 - 2 - 8) * US, "the step's 10 µs of the program and the 1 µs copy"
+    assert saving(guessed, fix) == 4 * (121 - 100 - 2 - 3) * US
+
+
 def test_offload_cores_recorder_has_its_own_figures_per_launch_and_per_event() -> None:
     h = Hand(backend="cupy")
     up = h.copy("h2d", 10, 5, launch=0)

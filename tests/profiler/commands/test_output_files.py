@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 import errno
 import json
 import os
@@ -125,6 +126,9 @@ def test_saving_is_atomic_and_keeps_no_temporary(tmp_path: Path) -> None:
     assert Run.load(path) == run and [p.name for p in tmp_path.iterdir()] == ["t.json.gz"]
     data = json.loads(json.dumps(run.to_json()))
     assert "wall_samples_ns" not in data["meta"], "a run recorded once keeps the file layout it had"
+    assert "exits_ns" not in data["meta"], "so does a run whose tracer timed no exit callbacks"
+    timed = Run(replace(run.meta, exits_ns=(4_500, 1_200)), run.records)
+    assert Run.load(timed.save(tmp_path / "timed.json")).meta.exits_ns == (4_500, 1_200)
 
 
 def test_run_help_shows_every_option_in_its_usage() -> None:

@@ -159,6 +159,29 @@ def test_a_nested_sync_ends_at_the_first_exit_callback_after_the_wait(fake, shar
     assert sync.correlation == corr and sync.start < sync.end < cuda.driver_returned
 
 
+@pytest.mark.parametrize("shared", [False, True])
+def test_the_exit_callbacks_after_a_wait_are_timed_once_per_call(fake, shared: bool) -> None:  # type: ignore[no-untyped-def]
+    """From the wait's end (the first exit callback) to the outermost call's exit callback: the recording's work that
+    delays the program after a sync or a synchronous copy, which the replay sets aside there (`Meta.exits_ns`)."""
+    cupti, cuda, frames = fake
+    cuda.shared_correlation = shared
+    dev = np.ones(4, dtype=np.float32)
+    host = np.zeros(4, dtype=np.float32)
+    t = Tracer(cupti, fingerprints=False, frames=frames, native=cupti.native).start()
+    cuda.synchronize_nested()
+    returned = cuda.driver_returned
+    cuda.driver_synchronize()
+    cuda.memcpy(host.ctypes.data, dev.ctypes.data, dev.nbytes, cuda.D2H)  # synchronous: its exits come after the copy
+    cuda.memcpy(host.ctypes.data, dev.ctypes.data, dev.nbytes, cuda.D2H, asynchronous=True)  # returns at once
+    capture = t.stop()
+    nested, direct = (s for s in capture.syncs)
+    assert len(capture.sync_exits) == 2 and len(capture.copy_exits) == 1
+    assert capture.sync_exits[0] > returned - nested.end > 0, \
+        "the nested driver call's exit callbacks, and the runtime call's after them"
+    assert 0 < capture.sync_exits[1] < capture.sync_exits[0], "a driver sync alone: its one exit callback"
+    assert capture.copy_exits[0] > 0
+
+
 def test_driver_copies_and_activity_records(fake) -> None:  # type: ignore[no-untyped-def]
     cupti, cuda, frames = fake
     x = np.arange(64, dtype=np.int64)
