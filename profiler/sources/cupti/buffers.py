@@ -26,6 +26,9 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
+from . import activity as act
+from .probe import version_mismatch
+
 #: bytes per buffer; a memcpy record is 128 bytes, so one buffer holds about 65,000 of them
 BUFFER_BYTES = 8 << 20
 #: activity kind name -> prefix of cupti-python's dtype for its record (the highest version is used)
@@ -119,3 +122,46 @@ class CStrings:
             text = self._read(pointer).decode("utf-8", errors="replace") if pointer else ""
             self._seen[pointer] = text
         return text
+
+
+def decode(filled: list[tuple[Any, int]], cupti: ModuleType, records: Callable[..., Any], pool: Pool,
+           error: Callable[[str, BaseException], None]
+           ) -> tuple[list[act.Copy], list[act.Memset], list[act.Kernel], list[act.Sync]]:
+    """The filled buffers' records, in the profiler's vocabulary (`activity`); the buffers go back to `pool`.
+
+    `records` is the native walk of a buffer's records; a problem reading
+    them is handed to `error` (the tracer keeps it for the report) and
+    leaves the rest of the trace as it is.
+    """
+    copies: list[act.Copy] = []
+    memsets: list[act.Memset] = []
+    kernels: list[act.Kernel] = []
+    syncs: list[act.Sync] = []
+    if not filled:
+        return copies, memsets, kernels, syncs
+    k = cupti.ActivityKind
+    names = CStrings()
+    readers: dict[int, tuple[Callable[[Any], list[Any]], list[Any]]] = {
+        int(k.MEMCPY): (act.copies_from, copies),
+        int(k.MEMSET): (act.memsets_from, memsets),
+        int(k.CONCURRENT_KERNEL): (lambda rows: act.kernels_from(rows, names), kernels),
+    }
+    if hasattr(k, "MEMCPY2"):
+        readers[int(k.MEMCPY2)] = (act.peer_copies_from, copies)
+    try:
+        dtypes = {kind: dt for kind, dt in record_dtypes(cupti).items() if kind in readers}
+        by_kind = records_of(filled, records, dtypes)
+    except Exception as exc:
+        hint = version_mismatch() if isinstance(exc, ValueError) else ""
+        error("reading activity records", ValueError(f"{exc}; {hint}") if hint else exc)
+        by_kind = {}
+    finally:
+        for buf, _ in filled:
+            pool.recycle(buf)
+    for kind, rows in by_kind.items():
+        read, into = readers[kind]
+        try:
+            into.extend(read(rows))
+        except Exception as exc:
+            error("reading an activity record", exc)
+    return copies, memsets, kernels, syncs

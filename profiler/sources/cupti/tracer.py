@@ -65,13 +65,13 @@ from offload_core.borrows import fingerprint_bytes
 from ...errors import ProfilerError
 from . import activity as act
 from .apis import COPY, LAUNCH, SYNC, Api
-from .buffers import CStrings, Pool, record_dtypes, records_of
+from .buffers import Pool, decode
 from .callbacks import (
     COUNT, DIRECTION, DST, INSTR, SRC, CallbackTable, Filed, Inside, Pending, resolve_ids)
 from .frames import FrameFilter
 from .listeners import LISTENERS
 from .native import Native, unsubscribe_reporting
-from .probe import explain, version_mismatch
+from .probe import explain
 from .sampling import PER_WINDOW, PERIOD_S, LaunchSampler, LaunchSites
 
 _ACTIVE: Tracer | None = None
@@ -251,7 +251,8 @@ class Tracer:
         """End the recording (`halt`) and return everything it collected, decoded; idempotent."""
         self.halt()
         if self._capture is None:
-            copies, memsets, kernels, syncs = self._decode()
+            filled, self.filled = self.filled, []
+            copies, memsets, kernels, syncs = decode(filled, self.cupti, self.native.records, _POOL, self.error)
             syncs += self._host_syncs()
             t1 = self._t1 if self._t1 is not None else self._t0
             self._capture = act.Capture(self._t0, t1, self._api_calls(), tuple(copies), tuple(memsets),
@@ -283,42 +284,6 @@ class Tracer:
                 session.resume()
             except Exception as exc:
                 self.error("resuming the transfer guard's CUPTI session", exc)
-
-    def _decode(self) -> tuple[list[act.Copy], list[act.Memset], list[act.Kernel], list[act.Sync]]:
-        """The filled buffers' records, in the profiler's vocabulary; the buffers go back to the pool."""
-        copies: list[act.Copy] = []
-        memsets: list[act.Memset] = []
-        kernels: list[act.Kernel] = []
-        syncs: list[act.Sync] = []
-        filled, self.filled = self.filled, []
-        if not filled:
-            return copies, memsets, kernels, syncs
-        k = self.cupti.ActivityKind
-        names = CStrings()
-        readers: dict[int, tuple[Callable[[Any], list[Any]], list[Any]]] = {
-            int(k.MEMCPY): (act.copies_from, copies),
-            int(k.MEMSET): (act.memsets_from, memsets),
-            int(k.CONCURRENT_KERNEL): (lambda rows: act.kernels_from(rows, names), kernels),
-        }
-        if hasattr(k, "MEMCPY2"):
-            readers[int(k.MEMCPY2)] = (act.peer_copies_from, copies)
-        try:
-            dtypes = {kind: dt for kind, dt in record_dtypes(self.cupti).items() if kind in readers}
-            by_kind = records_of(filled, self.native.records, dtypes)
-        except Exception as exc:
-            hint = version_mismatch() if isinstance(exc, ValueError) else ""
-            self.error("reading activity records", ValueError(f"{exc}; {hint}") if hint else exc)
-            by_kind = {}
-        finally:
-            for buf, _ in filled:
-                _POOL.recycle(buf)
-        for kind, rows in by_kind.items():
-            read, into = readers[kind]
-            try:
-                into.extend(read(rows))
-            except Exception as exc:
-                self.error("reading an activity record", exc)
-        return copies, memsets, kernels, syncs
 
     def _dropped(self) -> int:
         out = ctypes.c_size_t(0)
