@@ -135,3 +135,14 @@ def _constructs(func: ast.expr, cls: type) -> bool:
         return func.id == cls.__name__
     return isinstance(func, ast.Attribute) and func.attr == "__class__" and isinstance(func.value, ast.Name) \
         and func.value.id == "self"
+
+
+def walk(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """Every node under `node`, the root first (iterative: expressions can be deep)."""
+    out: list[cst.CSTNode] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        out.append(current)
+        stack.extend(reversed(children(current)))
+    return out

@@ -13,11 +13,17 @@ from typing import Callable
 
 import libcst as cst
 
+from .children import walk
+
 PERIODIC_HELPER = re.compile(r"itstime|every|^should_(?:log|save|eval\w*|print|checkpoint|validate|report)$|_due$|^time_to_")
 
 
 DEBUG_SWITCHES = frozenset({"check", "checks", "debug", "debug_mode", "sanity_check", "sanity_checks", "verify",
                             "validate_inputs", "check_inputs", "paranoid", "strict_checks"})
+
+
+#: a divisor that counts micro-batches per optimizer step: `(i + 1) % grad_accum_steps == 0` is every step
+ACCUMULATION = re.compile(r"accum", re.IGNORECASE)
 
 
 def helper_says_when(test: cst.BaseExpression) -> bool:
@@ -61,7 +67,8 @@ def equalities(test: cst.BaseExpression, taken: bool, constants: bool = True) ->
         equal = isinstance(op, (cst.Equal, cst.Is, cst.In))
         unequal = isinstance(op, (cst.NotEqual, cst.IsNot, cst.NotIn))
         comparator = test.comparisons[0].comparator
-        if (constant(comparator) or not constants) and ((taken and equal) or (not taken and unequal)):
+        if (constant(comparator) or not constants) and ((taken and equal) or (not taken and unequal)) \
+                and not accumulation_step(test):  # the optimizer's step is taken every step, not rarely
             return [test]
     return []
 
@@ -70,6 +77,20 @@ def every_n(comparison: cst.Comparison) -> bool:
     """`x % n == c`: true once every n values of x."""
     sides = [comparison.left, *(c.comparator for c in comparison.comparisons)]
     return any(isinstance(side, cst.BinaryOperation) and isinstance(side.operator, cst.Modulo) for side in sides)
+
+
+def accumulation_step(comparison: cst.Comparison) -> bool:
+    """`(i + 1) % grad_accum_steps == 0`: the optimizer's step of gradient accumulation, taken on every step of
+    training (the divisor is 1 by default in most recipes), so what it reads is read per step, not periodically:
+    `equalities` leaves it out."""
+    sides = [comparison.left, *(c.comparator for c in comparison.comparisons)]
+    return any(isinstance(side, cst.BinaryOperation) and isinstance(side.operator, cst.Modulo)
+               and ACCUMULATION.search(_last_name(side.right)) for side in sides)
+
+
+def _last_name(node: cst.BaseExpression) -> str:
+    """`self.grad_accum` -> "grad_accum"; `n` -> "n"; anything else -> ""."""
+    return node.attr.value if isinstance(node, cst.Attribute) else node.value if isinstance(node, cst.Name) else ""
 
 
 def first_k_of_n(comparison: cst.Comparison) -> bool:
@@ -172,3 +193,23 @@ def and_parts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         return and_parts(test.left) + and_parts(test.right)
     return [test]
+
+
+def in_handler(node: cst.CSTNode, statements: tuple[cst.CSTNode, ...]) -> bool:
+    """Is `node` on an error path of the loop whose open `statements` these are: in an `except` block, or in the
+    `try` of a retry loop (its body ends in `return` or `break`, so the loop goes round again only after a failure)?
+
+    `except torch.cuda.OutOfMemoryError: torch.cuda.empty_cache()`, `while batch_size: try: empty_cache();
+    return validate(...) except RuntimeError: batch_size //= 2`: what runs there runs when something failed,
+    not once per iteration of a loop that does work.
+    """
+    for statement in statements:
+        if isinstance(statement, (cst.Try, cst.TryStar)):
+            if any(inner is node for handler in statement.handlers for inner in walk(handler.body)):
+                return True
+            last = statement.body.body[-1] if statement.body.body else None
+            ends = isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], (cst.Return, cst.Break))
+            if ends and statement is statements[0] and any(
+                    inner is node for inner in walk(statement.body)):
+                return True
+    return False

@@ -41,6 +41,21 @@ def array_module_variable(names: Names, name: str, scope: Scope) -> bool:
         how == "=" and array_module(value) for how, value in names.assignments(name, scope))
 
 
+#: the array modules a program compares against to ask where its arrays live (`if xp != np:`)
+MODULES = frozenset({"numpy", "cupy", "torch", "jax.numpy", "chainer.backends.cuda.cupy", "chainerx"})
+
+
+def module_comparison(names: Names, test: cst.Comparison, scope: Scope) -> bool:
+    """`xp != np`, `cuda.get_array_module(x) is cupy`: a comparison of modules, a Python bool made on the host
+    whatever the arrays hold (the module of a CuPy array is no device value)."""
+    def module(side: cst.BaseExpression) -> bool:
+        if array_module(side):
+            return True
+        return isinstance(side, (cst.Name, cst.Attribute)) and (names.qualify(side) in MODULES or (
+            isinstance(side, cst.Name) and array_module_variable(names, names.name_of(side), scope)))
+    return any(module(side) for side in (test.left, *(c.comparator for c in test.comparisons)))
+
+
 def _word(name: str) -> str:
     return name.replace("_", "").lower()
 

@@ -31,9 +31,10 @@ import re
 import libcst as cst
 
 from .calls import Calls
-from .children import children
+from .children import children, walk
 from .conditions import (and_parts, bounded, cleared, conjunct_comparisons, constant, counter_of, debug_switch,
-                         equalities, every_n, every_n_or_flag, expand_flags, first_k_of_n, helper_says_when)
+                         equalities, every_n, every_n_or_flag, expand_flags, first_k_of_n, helper_says_when,
+                         in_handler)
 from .kernels import Kernels
 from .names import Names
 from .project import WRITES
@@ -204,7 +205,7 @@ class LoopFacts:
         else cp.asarray([0])` (the else of a `!=`): a branch like that is taken
         once or every N iterations, so what it does is not a per-iteration cost.
         """
-        return self.rare_conds(call.conds, loop)
+        return self.rare_conds(call.conds, loop) or in_handler(call.node, call.stmts[loop.stmt_depth:])
 
     def rare_conds(self, conds: tuple[tuple[cst.BaseExpression, bool], ...], loop: Loop) -> bool:
         """`rare_branch` for a statement's enclosing conditions (see there)."""
@@ -486,14 +487,3 @@ def _axis_count(node: cst.BaseExpression) -> bool:
         return node.attr.value == "ndim"
     return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "dim" \
         and not node.args
-
-
-def walk(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """Every node under `node`, the root first (iterative: expressions can be deep)."""
-    out: list[cst.CSTNode] = []
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        out.append(current)
-        stack.extend(reversed(children(current)))
-    return out

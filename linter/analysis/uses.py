@@ -175,6 +175,10 @@ class UseFinder:
             scan = statement.test if isinstance(statement, (cst.If, cst.While)) else statement
             typed = {id(arg.value) for node in walk(scan) if isinstance(node, cst.Call)
                      and self.qualify(node.func) in TYPE_TESTS for arg in node.args[:1]}
+            # `logger.log_dict(log_dict)`, `f(loss=x)`: an attribute's or a keyword's name is no use of a variable
+            typed |= {id(node.attr) for node in walk(scan) if isinstance(node, cst.Attribute)}
+            typed |= {id(arg.keyword) for node in walk(scan) if isinstance(node, cst.Call) for arg in node.args
+                      if arg.keyword is not None}
             for node in walk(scan):
                 if isinstance(node, cst.Name) and node.value in names and not _is_target(statement, node) \
                         and id(node) not in typed:  # `assert isinstance(v, float)` asks for no value

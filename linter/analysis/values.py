@@ -38,7 +38,7 @@ from .parameters import bound_arg, forward_input, method_calls, positional_param
 from .classes import buffer_names, method_class, own_method
 from .annotations import local_record_lib
 from .arguments import handed_lib, host_rebound
-from .idioms import array_module
+from .idioms import array_module, module_comparison
 from .reaching import host_arm, host_when_reached
 from .unpacking import Unpacking
 from .scopes import Binding, IndexedCall, Scope, Unpack, qualified_name
@@ -149,7 +149,7 @@ class DeviceValues:
             return self._call_taint(expr, scope, depth)
         if isinstance(expr, (cst.BinaryOperation, cst.BooleanOperation)):
             return stronger(self.taint(expr.left, scope, depth + 1), self.taint(expr.right, scope, depth + 1))
-        if isinstance(expr, cst.Comparison):
+        if isinstance(expr, cst.Comparison) and not module_comparison(self.names, expr, scope):  # not `xp != np`
             out = self.taint(expr.left, scope, depth + 1)
             for target in expr.comparisons:
                 if not isinstance(target.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)):

@@ -70,8 +70,9 @@ ANNOTATIONS = {
     "numba.cuda.cudadrv.devicearray.DeviceNDArray": "numba",
 }
 # Callables whose outputs are the step's device values: models, networks, losses (see `_model_output`); not the
-# functions that make, load or save a model (`create_model(args.model)` is given a config, not a batch).
-MODEL_NAME = re.compile(r"^(?!(?:create|build|get|load|make|init|initialize|setup|prepare|save|wrap|unwrap|freeze|"
+# functions that make, load or save a model (`create_model(args.model)` is given a config, not a batch). A private
+# attribute names the same (`self._model(**batch)`, `self._loss_fn(logits, labels)`).
+MODEL_NAME = re.compile(r"^_*(?!(?:create|build|get|load|make|init|initialize|setup|prepare|save|wrap|unwrap|freeze|"
                         r"resume|export|convert|print|count|log|summarize|restore|instantiate)_)"
                         r"(?:model|net|network|criterion|loss_fn|loss_func|lossfn|\w+_model|model_\w+|\w+_net|"
                         r"detector|classifier|encoder|decoder|generator|discriminator|backbone|ddp_model)$")
