@@ -53,6 +53,9 @@ TIMERS = frozenset({
 })
 TIMER_METHODS = frozenset({"elapsed_time", "get_elapsed_time", "elapsed", "tic", "toc"})
 READ_METHODS = frozenset({"item", "tolist"})  # for tensors that may be on the device
+#: functions of a one-off phase, where emptying the allocator's cache between layers or shards is the point
+MEMORY_PHASE = re.compile(r"restore|checkpoint|save|quantiz|profile|benchmark|calibrat|export|convert|offload",
+                          re.IGNORECASE)
 
 
 @check("OFF104", "OFF301", "OFF302")
@@ -393,6 +396,8 @@ def _avoidable_wait(file: CheckedFile, call: IndexedCall, it: Iteration) -> bool
     """A wait that nothing in the loop needs: not for timing, not opted into, not per device or chunk."""
     sem = file.sem
     loop = it.loop
+    if _memory_phase(file, call):
+        return False
     if loop is None:  # a hot function: a wait there that does not time anything
         return not _measures_time(file, [c for c in file.index.calls if c.scope is it.scope])
     if sem.loops.rare_branch(call, loop) or sem.loops.guarded_by_flag(call, loop) or sem.loops.amortised(call, loop, file.index.loops):
@@ -404,6 +409,22 @@ def _avoidable_wait(file: CheckedFile, call: IndexedCall, it: Iteration) -> bool
         if not sem.loops.expression_invariant(func.value, loop):
             return False  # chunk.ready.synchronize(): a different event or stream each iteration
     return True
+
+
+def _memory_phase(file: CheckedFile, call: IndexedCall) -> bool:
+    """`torch.cuda.empty_cache()` in a function that restores a checkpoint, quantises layer by layer or profiles
+    ops: freeing memory between its steps is what it is for, not a cost of a training step."""
+    if file.sem.names.qualify(call.node.func) != "torch.cuda.empty_cache":
+        return False
+    hot = file.sem.functions.hot(call.scope)
+    if hot is not None and any(MEMORY_PHASE.search(name.rsplit(".", 1)[-1]) for name in (hot.holder, hot.via or "")):
+        return True  # `gc_cuda()`, called from a loop in `restore_checkpoint`
+    scope: Scope | None = call.scope
+    while scope is not None and scope.kind != "module":
+        if scope.kind == "function" and MEMORY_PHASE.search(scope.name):
+            return True
+        scope = scope.parent
+    return False
 
 
 def _pipeline(file: CheckedFile, loop: Loop) -> bool:

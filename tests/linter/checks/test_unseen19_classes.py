@@ -146,3 +146,31 @@ def run(args, validate, loader, model):
         torch.cuda.empty_cache()
 """
     assert [(c, line) for c, line, *_ in codes(code, select=["OFF104"])] == [("OFF104", 19)]
+
+
+def test_emptying_the_cache_between_shards_or_layers_of_a_one_off_phase_is_its_point() -> None:
+    """OLMo's checkpoint restore and GPTQ's layer-by-layer quantisation free memory on purpose (4 wrong findings
+    at 090c38a): in a function that restores, saves, quantises or profiles, or in a helper only such a loop calls."""
+    code = """
+import torch
+
+
+def free_memory():
+    torch.cuda.empty_cache()
+
+
+def restore_checkpoint(model, shards):
+    for shard in shards:
+        model.load_shard(torch.load(shard, map_location="cuda"))
+        free_memory()
+
+
+def quantize(layers, batches):
+    for layer in layers:
+        layer.cuda()
+        for x in batches:
+            layer(x.cuda())
+        layer.cpu()
+        torch.cuda.empty_cache()
+"""
+    assert codes(code, select=["OFF104"]) == []
