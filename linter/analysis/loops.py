@@ -295,8 +295,8 @@ class LoopFacts:
         """
         if any(other.loop is loop and self._runs_steps(other, loops) for other in loop.calls):
             return True  # `update_ppo(state, storage)`: epochs of minibatch steps in a function of this file
-        if not self.nests_loops(loop, loops):
-            return False
+        if not self.nests_loops(loop, loops) or any(c.loop is loop and steps_an_optimizer(c.node) for c in loop.calls):
+            return False  # a step loop that evaluates every epoch in an inner loop still reads per step
         if any(other.loop is not None and other.loop is not loop and self._counted_inside(other.loop, loop)
                and steps_an_optimizer(other.node) for other in loop.calls):
             return True  # PPO's iteration: a rollout of env steps, then epochs of minibatch steps
@@ -366,7 +366,8 @@ ENVIRONMENT = re.compile(r"env", re.I)
 
 def steps_an_optimizer(call: cst.Call) -> bool:
     """A whole step of work per call: `optimizer.step()`, `self.q_optimizer.step()`, `scaler.step(opt)`, flax's
-    `state.apply_gradients(...)`, or an environment's step (`envs.step(actions)`: a rollout)."""
+    `state.apply_gradients(...)`, Chainer's `optimizer.update(...)`, or an environment's step (`envs.step(actions)`:
+    a rollout)."""
     func = call.func
     if not isinstance(func, cst.Attribute):
         return False
@@ -375,6 +376,8 @@ def steps_an_optimizer(call: cst.Call) -> bool:
     receiver = func.value
     name = receiver.attr.value if isinstance(receiver, cst.Attribute) else (
         receiver.value if isinstance(receiver, cst.Name) else "")
+    if func.attr.value == "update" and OPTIMIZER.search(name):
+        return True  # Chainer's `optimizer.update(model, x, t)`: forward, backward and step
     return func.attr.value == "step" and bool(OPTIMIZER.search(name) or ENVIRONMENT.search(name))
 
 
