@@ -229,12 +229,13 @@ def _lint(
 
 
 def _tests(index: ModuleIndex) -> bool:
-    """Does the module test something: `test_*` functions, `Test*` classes, pytest or unittest imported?"""
-    if any(q.split(".")[0] in ("pytest", "unittest") for q in index.aliases.values()):
+    """Does the module test something: `test_*` functions, `Test*` or `*Test` classes, pytest, unittest or absl's
+    testing imported (`class VqvaeTest(parameterized.TestCase)` in `vqvae_test.py`)?"""
+    if any(q.split(".")[0] in ("pytest", "unittest") or q.startswith("absl.testing") for q in index.aliases.values()):
         return True
     module = index.scopes[0]
-    return any(name.startswith(("test_", "Test")) and any(how == "def" for how, _ in values)
-               for name, values in module.assigns.items())
+    return any((name.startswith(("test_", "Test")) or name.endswith(("Test", "Tests")))
+               and any(how == "def" for how, _ in values) for name, values in module.assigns.items())
 
 
 def lint_bytes(
